@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The local cluster: a real control plane (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler built from the official Go modules) run by kwokctl, with kwok simulating Nodes
+# and Pod lifecycles.
+#
+#   hack/cluster.sh up [NAME]          create NAME (or reuse it when it is up), print how to use it
+#   hack/cluster.sh down [NAME]        delete NAME
+#   hack/cluster.sh kubeconfig [NAME]  print the path of NAME's kubeconfig
+#   hack/cluster.sh bin-dir            print the folder with kubectl & co (building what is missing)
+#
+# NAME defaults to $CLUSTER_NAME, else "operator-runner". NODES (default 2) kwok Nodes are made.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+. "$here/versions.env"
+CACHE_ROOT=${OPERATOR_RUNNER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operator-runner}
+export KWOK_WORKDIR=$CACHE_ROOT/kwok
+NODES=${NODES:-2}
+
+die() { echo "cluster: $*" >&2; exit 1; }
+
+cmd=${1:-up}
+name=${2:-${CLUSTER_NAME:-operator-runner}}
+cluster_dir=$KWOK_WORKDIR/clusters/$name
+kubeconfig=$cluster_dir/kubeconfig.yaml
+
+bin_dir() { "$here/build-binaries.sh"; }
+
+answers() { # answers KUBECTL: the API server of $name is up and ready
+  [ -f "$kubeconfig" ] && "$1" --kubeconfig "$kubeconfig" --request-timeout=5s get --raw /readyz >/dev/null 2>&1
+}
+
+wait_nodes_ready() {
+  local kubectl=$1 deadline=$((SECONDS + 90))
+  until [ "$("$kubectl" --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | awk '$2 == "Ready"' | wc -l)" -ge "$NODES" ]; do
+    [ $SECONDS -lt $deadline ] || die "the $NODES kwok Nodes of cluster '$name' did not turn Ready within 90 s; logs: $cluster_dir/logs/"
+    sleep 0.5
+  done
+}
+
+up() {
+  local bin; bin=$(bin_dir)
+  export PATH=$bin:$PATH
+  if answers "$bin/kubectl"; then
+    echo "cluster '$name' is already up (reused)" >&2
+  else
+    if [ -d "$cluster_dir" ]; then
+      echo "cluster '$name' exists but does not answer; starting it again ..." >&2
+      if ! kwokctl --name "$name" start cluster >"$cache_log" 2>&1 || ! answers "$bin/kubectl"; then
+        kwokctl --name "$name" delete cluster >/dev/null 2>&1 || rm -rf "$cluster_dir"
+      fi
+    fi
+    if ! answers "$bin/kubectl"; then
+      echo "creating cluster '$name' (Kubernetes $KUBE_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION) ..." >&2
+      if ! kwokctl --name "$name" create cluster \
+          --runtime binary \
+          --kube-authorization=true \
+          --kubeconfig "$cluster_dir.user-kubeconfig" \
+          --etcd-binary "$bin/etcd" \
+          --kube-apiserver-binary "$bin/kube-apiserver" \
+          --kube-controller-manager-binary "$bin/kube-controller-manager" \
+          --kube-scheduler-binary "$bin/kube-scheduler" \
+          --kwok-controller-binary "$bin/kwok" \
+          --wait 120s >"$cache_log" 2>&1; then
+        tail -n 15 "$cache_log" >&2
+        if grep -qiE 'address already in use|bind:' "$cache_log" "$cluster_dir"/logs/*.log 2>/dev/null; then
+          die "a port the control plane needs is busy. Free it (see 'ss -ltnp') or remove an old cluster with 'make cluster-down', then run 'make cluster' again. Log: $cache_log, component logs: $cluster_dir/logs/"
+        fi
+        die "creating cluster '$name' failed. Log: $cache_log, component logs: $cluster_dir/logs/"
+      fi
+    fi
+  fi
+  local have; have=$(kubectl --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | wc -l)
+  if [ "$have" -lt "$NODES" ]; then
+    kwokctl --name "$name" scale node --replicas "$NODES" >>"$cache_log" 2>&1 || die "adding $NODES kwok Nodes failed; log: $cache_log"
+  fi
+  wait_nodes_ready "$bin/kubectl"
+  cat >&2 <<MSG
+cluster '$name' is up: $NODES Nodes Ready, Kubernetes $KUBE_VERSION.
+  export KUBECONFIG=$kubeconfig
+  export PATH=$bin:\$PATH     # kubectl $KUBE_VERSION
+  make cluster-down            # removes it
+MSG
+}
+
+down() {
+  local bin; bin=$(bin_dir)
+  if [ -d "$cluster_dir" ]; then
+    "$bin/kwokctl" --name "$name" delete cluster >/dev/null 2>&1 || true
+    rm -rf "$cluster_dir" "$cluster_dir.user-kubeconfig"
+    echo "cluster '$name' removed" >&2
+  else
+    echo "cluster '$name' does not exist" >&2
+  fi
+}
+
+mkdir -p "$KWOK_WORKDIR"
+cache_log=$KWOK_WORKDIR/$name.log
+case $cmd in
+  up) up ;;
+  down) down ;;
+  kubeconfig) echo "$kubeconfig" ;;
+  bin-dir) bin_dir ;;
+  *) die "unknown command '$cmd' (up, down, kubeconfig, bin-dir)" ;;
+esac
