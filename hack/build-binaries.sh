@@ -38,8 +38,10 @@ run_logged() {
 }
 
 has_version() { # has_version BINARY EXPECTED VERSION-ARGS...
-  local bin=$BIN_DIR/$1 want=$2; shift 2
-  [ -x "$bin" ] && "$bin" "$@" 2>&1 | grep -qF -- "$want"
+  local bin=$BIN_DIR/$1 want=$2 out; shift 2
+  [ -x "$bin" ] || return 1
+  out=$("$bin" "$@" 2>&1) || return 1
+  [[ $out == *"$want"* ]]
 }
 
 build_kubernetes() {
