@@ -1,0 +1,123 @@
+"""One controller per watch: its work queue, its workers, its reconciler.
+
+Workers take keys from the queue (one run per object at a time, events during a run collapse
+into one follow-up run), reconcile, then requeue: after `requeue_after`, after a backoff that
+grows with each consecutive failure (capped), or after the reconcile period. A failing or slow
+CR holds one worker at most; the others keep going.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from .backoff import Backoff
+from .logs import cr_fields
+from .queue import WorkQueue
+from .reconcile import Outcome, Reconciler
+from .resources import ObjectRef
+from .selectors import matches
+from .triggers import Seen, fingerprint, should_reconcile
+
+log = logging.getLogger("runner.controller")
+
+
+class Controller:
+    def __init__(self, reconciler: Reconciler, workers: int, backoff: Backoff | None = None):
+        self.reconciler = reconciler
+        self.watch = reconciler.watch
+        self.workers = workers
+        self.queue: WorkQueue[ObjectRef] = WorkQueue()
+        self.backoff = backoff or Backoff()
+        self._seen: dict[ObjectRef, Seen] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self.busy = 0
+
+    # -- input: watch events ----------------------------------------------------------------
+
+    def on_event(self, ref: ObjectRef, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """A watch event of a primary CR: enqueue it when it calls for a reconcile."""
+        meta = body.get("metadata") or {}
+        if event_type != "DELETED" and not matches(self.watch.selector, meta.get("labels")):
+            return
+        current = fingerprint(body, self.watch.watch_annotations_changes)
+        previous = self._seen.get(ref)
+        if event_type == "DELETED":
+            self._seen.pop(ref, None)
+        else:
+            self._seen[ref] = current
+        if should_reconcile(event_type, previous, current):
+            self.queue.add(ref)
+
+    def enqueue(self, ref: ObjectRef, delay: float = 0.0) -> None:
+        """Reconcile `ref` (a dependent changed, a resync is due, ...)."""
+        self.queue.add(ref, delay)
+
+    # -- workers ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for i in range(self.workers):
+            name = f"worker-{self.watch.gvk.kind}-{i}"
+            self._tasks.append(asyncio.create_task(self._work(), name=name))
+
+    async def stop(self, timeout: float) -> bool:
+        """Stop taking keys; wait up to `timeout` s for runs in progress. True if all ended."""
+        self.queue.close()
+        if not self._tasks:
+            return True
+        _done, pending = await asyncio.wait(self._tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        return not pending
+
+    async def _work(self) -> None:
+        while (ref := await self.queue.get()) is not None:
+            self.busy += 1
+            try:
+                outcome = await self._reconcile(ref)
+            finally:
+                self.busy -= 1
+                self.queue.done(ref)
+            self._requeue(ref, outcome)
+
+    async def _reconcile(self, ref: ObjectRef) -> Outcome:
+        try:
+            return await self.reconciler.reconcile(ref)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # API trouble, a bug: log, back off, carry on with the rest
+            log.error(
+                "reconcile error: %s",
+                err,
+                exc_info=not _is_api_error(err),
+                extra=cr_fields(ref.resource.kind, ref.namespace, ref.name),
+            )
+            return Outcome(failed=True, detail=str(err))
+
+    def _requeue(self, ref: ObjectRef, outcome: Outcome) -> None:
+        if outcome.forget:
+            self.backoff.reset(ref)
+            self._seen.pop(ref, None)
+            return
+        if outcome.failed:
+            delay = self.backoff.next_delay(ref)
+            log.info(
+                "retrying in %.1f s (failure %d in a row)",
+                delay,
+                self.backoff.failures(ref),
+                extra=cr_fields(ref.resource.kind, ref.namespace, ref.name),
+            )
+            self.queue.add(ref, delay)
+            return
+        self.backoff.reset(ref)
+        if outcome.requeue_after is not None:
+            self.queue.add(ref, outcome.requeue_after)
+
+
+def _is_api_error(err: Exception) -> bool:
+    from .kube import ApiError
+
+    return isinstance(err, (ApiError, OSError))

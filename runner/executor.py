@@ -1,0 +1,209 @@
+"""Runs a role or playbook through ansible-runner and reports what happened.
+
+One private data dir per CR (see `artifacts`); ansible-runner writes one artifact folder per run
+under it and keeps at most `rotate` of them. The playbook is local (`hosts: localhost`,
+`connection: local`) and modules run with the runner's own Python, so kubernetes.core finds the
+`kubernetes` package without configuration. Extra vars go through `env/extravars`, which
+ansible-runner hands to ansible-playbook as `-e @file` without parsing it, so `!unsafe` tags
+reach Ansible intact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+import logging
+import os
+import shlex
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ansible_runner
+
+from .results import RunSummary, apply_event
+
+log = logging.getLogger("runner.executor")
+
+BUNDLED_COLLECTIONS = Path(__file__).resolve().parent / "collections"
+# ansible-playbook and friends of the Python environment the runner runs in go first on PATH.
+_BIN_DIR = Path(sys.executable).parent
+
+
+class LogEvents(enum.Enum):
+    """`--ansible-log-events`: which job events go to the operator's log."""
+
+    TASKS = "Tasks"
+    EVERYTHING = "Everything"
+    NOTHING = "Nothing"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    private_dir: Path
+    ident: str
+    playbook: Path
+    extravars_text: str
+    verbosity: int = 0
+    cmdline: tuple[str, ...] = ()
+    rotate: int = 20
+    envvars: Mapping[str, str] = field(default_factory=dict)
+    log_events: LogEvents = LogEvents.TASKS
+    log_extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    status: str  # ansible-runner's: successful, failed, timeout, canceled, error
+    rc: int | None
+    summary: RunSummary
+    stdout_tail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.summary.finished and not self.summary.failures and self.status == "successful"
+
+
+def inventory_text(python: str = sys.executable) -> str:
+    return (
+        "[all]\n"
+        f"localhost ansible_connection=local ansible_python_interpreter={shlex.quote(python)}\n"
+    )
+
+
+def role_playbook_text(role: str, gather_facts: bool = False) -> str:
+    """The playbook that runs a `role:` watch, as operator-sdk (via ansible-runner) does."""
+    return (
+        "---\n"
+        "- hosts: localhost\n"
+        f"  gather_facts: {'true' if gather_facts else 'false'}\n"
+        "  roles:\n"
+        f"    - role: {json.dumps(role)}\n"
+    )
+
+
+def ansible_env(tmp_dir: Path, roles_paths: list[Path]) -> dict[str, str]:
+    """Environment of every run: our bundled collection first, no colour, temp files we own."""
+    env: dict[str, str] = {}
+    collections = [str(BUNDLED_COLLECTIONS)]
+    existing = os.environ.get("ANSIBLE_COLLECTIONS_PATH") or os.environ.get(
+        "ANSIBLE_COLLECTIONS_PATHS"
+    )
+    if existing:
+        collections.append(existing)
+    else:
+        collections += ["~/.ansible/collections", "/usr/share/ansible/collections"]
+    env["ANSIBLE_COLLECTIONS_PATH"] = ":".join(collections)
+    roles = [str(p) for p in roles_paths]
+    if os.environ.get("ANSIBLE_ROLES_PATH"):
+        roles.append(os.environ["ANSIBLE_ROLES_PATH"])
+    if roles:
+        env["ANSIBLE_ROLES_PATH"] = ":".join(roles)
+    env["PATH"] = f"{_BIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}"
+    env["ANSIBLE_NOCOLOR"] = "1"
+    env["ANSIBLE_FORCE_COLOR"] = "0"
+    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_dir)
+    env["ANSIBLE_REMOTE_TEMP"] = str(tmp_dir)
+    env["ANSIBLE_RETRY_FILES_ENABLED"] = "0"
+    env["ANSIBLE_DEPRECATION_WARNINGS"] = "0"
+    return env
+
+
+_TASK_OUTCOMES = {
+    "runner_on_ok": "ok",
+    "runner_on_failed": "failed",
+    "runner_on_skipped": "skipped",
+    "runner_on_unreachable": "unreachable",
+}
+
+
+def _log_event(event: Mapping[str, Any], mode: LogEvents, extra: Mapping[str, Any]) -> None:
+    """One log line per task result (Tasks), or per job event (Everything)."""
+    if mode is LogEvents.NOTHING:
+        return
+    kind = str(event.get("event", ""))
+    data = event.get("event_data") or {}
+    outcome = _TASK_OUTCOMES.get(kind)
+    fields = {**extra, "ansible_event": kind}
+    if outcome is None:
+        if mode is LogEvents.EVERYTHING:
+            log.info("%s %s", kind, data.get("task") or data.get("playbook") or "", extra=fields)
+        return
+    task = data.get("task", "")
+    if outcome == "failed" and data.get("ignore_errors"):
+        outcome = "failed (ignored)"
+    elif outcome == "ok" and (data.get("res") or {}).get("changed"):
+        outcome = "changed"
+    level = logging.WARNING if outcome in ("failed", "unreachable") else logging.INFO
+    log.log(level, "task %s: %s", outcome, task, extra=fields)
+
+
+class Executor:
+    """Runs Ansible for one CR at a time per call; many calls may run at once."""
+
+    def __init__(self, roles_paths: list[Path], tmp_dir: Path) -> None:
+        self._env = ansible_env(tmp_dir, roles_paths)
+        tmp_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._cancel = threading.Event()
+
+    def cancel_all(self) -> None:
+        """Stop every run in progress (shutdown after the grace period)."""
+        self._cancel.set()
+
+    async def run(self, request: RunRequest) -> RunResult:
+        return await asyncio.to_thread(self.run_sync, request)
+
+    def run_sync(self, request: RunRequest) -> RunResult:
+        summary = RunSummary()
+        private = request.private_dir
+        (private / "env").mkdir(parents=True, exist_ok=True, mode=0o700)
+        (private / "inventory").mkdir(exist_ok=True, mode=0o700)
+        extravars = private / "env" / "extravars"
+        _write_private(extravars, request.extravars_text)
+        hosts = private / "inventory" / "hosts"
+        if not hosts.exists():
+            _write_private(hosts, inventory_text())
+
+        def on_event(event: Mapping[str, Any]) -> bool:
+            apply_event(summary, event)
+            _log_event(event, request.log_events, request.log_extra)
+            return True
+
+        cancel: Callable[[], bool] = self._cancel.is_set
+        runner = ansible_runner.run(
+            private_data_dir=str(private),
+            ident=request.ident,
+            playbook=str(request.playbook),
+            project_dir=str(request.playbook.parent),
+            inventory=str(hosts),
+            envvars={**self._env, **request.envvars},
+            verbosity=request.verbosity or None,
+            cmdline=shlex.join(request.cmdline) if request.cmdline else None,
+            rotate_artifacts=max(request.rotate, 1),
+            quiet=True,
+            event_handler=on_event,
+            cancel_callback=cancel,
+            settings={"suppress_ansible_output": True},
+        )
+        tail = ""
+        if not summary.finished or runner.status != "successful":
+            tail = _tail(runner)
+        return RunResult(status=runner.status, rc=runner.rc, summary=summary, stdout_tail=tail)
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _tail(runner: Any, lines: int = 15) -> str:
+    try:
+        text = runner.stdout.read()
+    except Exception:  # the run may have died before writing stdout
+        return ""
+    return "\n".join(str(text).rstrip().splitlines()[-lines:])

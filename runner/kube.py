@@ -1,0 +1,164 @@
+"""The Kubernetes API, at the edge: requests are built as plain values, then sent.
+
+As in lightkube, building a request (`Request`, pure, unit-tested) is separate from sending it
+(`KubeClient`, the only code in the runner besides kopf that talks to the API server). The
+client reuses the `kubernetes` package's configuration loading (kubeconfig, in-cluster service
+account, exec plugins, token refresh) and its connection pool, and runs the blocking calls in a
+thread so the event loop never waits on the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from .resources import ObjectRef, Resource
+
+JSON = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One HTTP request to the API server, not yet sent."""
+
+    method: str
+    path: str
+    params: Mapping[str, str] = field(default_factory=dict)
+    body: Any = None
+    content_type: str = "application/json"
+
+    @property
+    def url_path(self) -> str:
+        return f"{self.path}?{urlencode(dict(self.params))}" if self.params else self.path
+
+
+class ApiError(Exception):
+    """A non-2xx answer of the API server."""
+
+    def __init__(self, status: int, reason: str, body: str) -> None:
+        self.status = status
+        self.reason = reason
+        self.body = body
+        try:
+            self.message = str(json.loads(body).get("message", body))
+        except ValueError:
+            self.message = body
+        super().__init__(f"{status} {reason}: {self.message}")
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+
+# --- building requests (pure) -------------------------------------------------------------
+
+
+def object_path(resource: Resource, namespace: str | None, name: str | None = None) -> str:
+    base = "/api/v1" if resource.group == "" else f"/apis/{resource.group}/{resource.version}"
+    if resource.group == "" and resource.version != "v1":
+        base = f"/api/{resource.version}"
+    parts = [base]
+    if resource.namespaced and namespace:
+        parts.append(f"namespaces/{quote(namespace)}")
+    parts.append(resource.plural)
+    if name is not None:
+        parts.append(quote(name))
+    return "/".join(parts)
+
+
+def get_object(ref: ObjectRef) -> Request:
+    return Request("GET", object_path(ref.resource, ref.namespace, ref.name))
+
+
+def list_objects(
+    resource: Resource, namespace: str | None = None, label_selector: str = ""
+) -> Request:
+    params = {"labelSelector": label_selector} if label_selector else {}
+    return Request("GET", object_path(resource, namespace), params)
+
+
+def patch_status(ref: ObjectRef, status: JSON) -> Request:
+    """Merge-patch `status` through the status subresource: keys not named stay as they are."""
+    return Request(
+        "PATCH",
+        object_path(ref.resource, ref.namespace, ref.name) + "/status",
+        body={"status": status},
+        content_type=MERGE_PATCH,
+    )
+
+
+def set_finalizers(ref: ObjectRef, finalizers: list[str], resource_version: str) -> Request:
+    """Replace metadata.finalizers, guarded by resourceVersion (409 when the object moved on)."""
+    return Request(
+        "PATCH",
+        object_path(ref.resource, ref.namespace, ref.name),
+        body={"metadata": {"finalizers": finalizers, "resourceVersion": resource_version}},
+        content_type=MERGE_PATCH,
+    )
+
+
+def create_event(namespace: str, event: JSON) -> Request:
+    return Request("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body=event)
+
+
+def patch_event(namespace: str, name: str, patch: JSON) -> Request:
+    return Request(
+        "PATCH",
+        f"/api/v1/namespaces/{quote(namespace)}/events/{quote(name)}",
+        body=patch,
+        content_type=MERGE_PATCH,
+    )
+
+
+# --- sending requests ---------------------------------------------------------------------
+
+
+def load_configuration(kubeconfig: str | None = None) -> k8s_client.Configuration:
+    """The operator's credentials: in-cluster service account, else the kubeconfig."""
+    configuration = k8s_client.Configuration()
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        k8s_config.load_incluster_config(client_configuration=configuration)
+    else:
+        k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    return configuration
+
+
+class KubeClient:
+    """Sends `Request`s with the operator's credentials."""
+
+    def __init__(self, configuration: k8s_client.Configuration) -> None:
+        self.configuration = configuration
+        self._api = k8s_client.ApiClient(configuration)
+
+    def close(self) -> None:
+        self._api.close()
+
+    def send_sync(self, request: Request, timeout: float = 30.0) -> Any:
+        headers = {"Content-Type": request.content_type, "Accept": "application/json"}
+        self._api.update_params_for_auth(headers, None, ["BearerToken"])
+        url = self.configuration.host + request.url_path
+        body = None if request.body is None else json.dumps(request.body)
+        response = self._api.rest_client.pool_manager.request(
+            request.method, url, body=body, headers=headers, timeout=timeout, retries=False
+        )
+        text = response.data.decode("utf-8", "replace")
+        if not 200 <= response.status < 300:
+            raise ApiError(response.status, response.reason or "", text)
+        return json.loads(text) if text else None
+
+    async def send(self, request: Request, timeout: float = 30.0) -> Any:
+        return await asyncio.to_thread(self.send_sync, request, timeout)

@@ -1,0 +1,210 @@
+"""The manager: watches.yaml -> kopf watches -> controllers -> reconcilers.
+
+kopf does the watching only (`on.event` handlers: no state, annotations or finalizers of its
+own on users' objects, no Events of its own); the controllers own the queue and the runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kopf
+
+from . import kube
+from .artifacts import Artifacts
+from .controller import Controller
+from .cpus import usable_cpus
+from .executor import Executor, LogEvents
+from .kube import KubeClient
+from .reconcile import Options, Reconciler
+from .recorder import EventRecorder
+from .resources import ObjectRef, Resource
+from .watches import Watch, WatchesError, load_watches
+
+log = logging.getLogger("runner.manager")
+
+DEFAULT_RECONCILE_PERIOD = 10 * 3600.0  # operator-sdk's --reconcile-period default
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    watches_file: Path
+    namespaces: list[str] = field(default_factory=list)
+    max_concurrent_reconciles: int | None = None
+    reconcile_period: float | None = None
+    verbosity: int = 2
+    ansible_args: tuple[str, ...] = ()
+    log_events: LogEvents = LogEvents.TASKS
+    inject_owner_ref: bool = True
+    artifacts_dir: Path = Path("/tmp/operator-runner")
+    graceful_shutdown_timeout: float = 30.0
+    kubeconfig: str | None = None
+
+
+def kind_env_name(prefix: str, watch: Watch) -> str:
+    """operator-sdk's per-kind variable: `<PREFIX>_<KIND>_<GROUP>`, dots as underscores."""
+    group = watch.gvk.group.replace(".", "_").upper()
+    return f"{prefix}_{watch.gvk.kind.upper()}_{group}"
+
+
+def _env_int(environ: Mapping[str, str], name: str, minimum: int, maximum: int) -> int | None:
+    raw = environ.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SystemExit(f"operator-runner: {name}={raw!r} is not an integer") from None
+    if not minimum <= value <= maximum:
+        raise SystemExit(f"operator-runner: {name}={value} must be between {minimum} and {maximum}")
+    return value
+
+
+def watch_options(config: OperatorConfig, watch: Watch, environ: Mapping[str, str]) -> Options:
+    period = watch.reconcile_period
+    if period is None:
+        period = config.reconcile_period
+    if period is None:
+        period = DEFAULT_RECONCILE_PERIOD
+    verbosity = _env_int(environ, kind_env_name("ANSIBLE_VERBOSITY", watch), 0, 7)
+    return Options(
+        reconcile_period=period or None,
+        verbosity=config.verbosity if verbosity is None else verbosity,
+        ansible_args=config.ansible_args,
+        log_events=config.log_events,
+    )
+
+
+def watch_workers(config: OperatorConfig, watch: Watch, environ: Mapping[str, str]) -> int:
+    name = kind_env_name("MAX_CONCURRENT_RECONCILES", watch)
+    from_env = _env_int(environ, name, 1, 10_000)
+    if from_env is not None:
+        return from_env
+    return config.max_concurrent_reconciles or usable_cpus()
+
+
+def _resource(resource: kopf.Resource) -> Resource:
+    return Resource(
+        group=resource.group,
+        version=resource.version,
+        plural=resource.plural,
+        kind=resource.kind or "",
+        namespaced=bool(resource.namespaced),
+    )
+
+
+def register(registry: kopf.OperatorRegistry, controller: Controller) -> None:
+    gvk = controller.watch.gvk
+
+    async def on_event(
+        event: Mapping[str, Any], resource: kopf.Resource, body: kopf.Body, **_: Any
+    ) -> None:
+        ref = ObjectRef(_resource(resource), body.metadata.namespace, body.metadata.name or "")
+        controller.on_event(ref, event.get("type"), body)
+
+    kopf.on.event(
+        group=gvk.group or None,
+        version=gvk.version,
+        kind=gvk.kind,
+        registry=registry,
+        id=f"watch-{gvk.kind}.{gvk.group}",
+    )(on_event)
+
+
+def _settings(config: OperatorConfig) -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.posting.enabled = False  # our Events only
+    settings.peering.standalone = True
+    settings.process.ultimate_exiting_timeout = config.graceful_shutdown_timeout + 15
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 10
+    return settings
+
+
+async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
+    configuration = kube.load_configuration(config.kubeconfig)
+    client = KubeClient(configuration)
+    artifacts = Artifacts(config.artifacts_dir)
+    executor = Executor(
+        roles_paths=[config.watches_file.resolve().parent / "roles"],
+        tmp_dir=config.artifacts_dir / ".ansible-tmp",
+    )
+    recorder = EventRecorder(client)
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        return kopf.login_via_client(**kwargs)
+
+    controllers = []
+    for watch in watches:
+        options = watch_options(config, watch, os.environ)
+        workers = watch_workers(config, watch, os.environ)
+        reconciler = Reconciler(watch, options, client, executor, artifacts, recorder)
+        controller = Controller(reconciler, workers)
+        register(registry, controller)
+        controller.start()
+        controllers.append(controller)
+        log.info(
+            "watching %s %s (%s, %d workers, resync %s)",
+            watch.gvk.kind,
+            watch.gvk.api_version,
+            f"role {watch.role}" if watch.role else f"playbook {watch.playbook}",
+            workers,
+            f"every {options.reconcile_period:g} s" if options.reconcile_period else "off",
+        )
+    namespaces = config.namespaces
+    log.info("namespaces: %s", ", ".join(namespaces) if namespaces else "all")
+    try:
+        await kopf.operator(
+            registry=registry,
+            settings=_settings(config),
+            standalone=True,
+            clusterwide=not namespaces,
+            namespaces=namespaces,
+        )
+    finally:
+        log.info(
+            "stopping: waiting up to %g s for running reconciles", config.graceful_shutdown_timeout
+        )
+        results = await asyncio.gather(
+            *(c.stop(config.graceful_shutdown_timeout) for c in controllers)
+        )
+        if not all(results):
+            executor.cancel_all()
+            log.warning(
+                "runs still going after %g s were cancelled", config.graceful_shutdown_timeout
+            )
+        client.close()
+    return 0
+
+
+def run_operator(config: OperatorConfig) -> int:
+    if config.kubeconfig:
+        os.environ["KUBECONFIG"] = config.kubeconfig
+    try:
+        loaded = load_watches(
+            config.watches_file,
+            environ=os.environ,
+            roles_paths=[Path(p) for p in os.environ.get("ANSIBLE_ROLES_PATH", "").split(":") if p],
+        )
+    except WatchesError as err:
+        print(f"operator-runner: {err}", file=sys.stderr)
+        return 1
+    for warning in loaded.warnings:
+        log.warning("%s", warning)
+    if not loaded.watches:
+        print(f"operator-runner: {config.watches_file}: no watches", file=sys.stderr)
+        return 1
+    try:
+        return asyncio.run(_serve(config, loaded.watches))
+    except KeyboardInterrupt:
+        return 0

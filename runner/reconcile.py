@@ -1,0 +1,340 @@
+"""One reconcile of one CR: read it as it is now, run its role, report the outcome.
+
+Level-triggered, as in controller-runtime: whatever event queued the key, a reconcile starts
+from the object as the API server has it now. The flow, for a CR of a watch:
+
+1. GET the object; gone -> forget it (artifacts removed), done.
+2. Deleted (deletionTimestamp): run the finalizer if ours is on it, remove it on success.
+3. Otherwise make sure our finalizer is on it (when the watch has one), mark `Running`,
+   run the role, read the object again, and write `Successful` or `Failure` on it.
+4. Tell the worker when to come back: requeue_after from the role, backoff after a failure,
+   the reconcile period otherwise (none when it is 0).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import conditions, extravars, kube
+from .artifacts import Artifacts, max_artifacts
+from .executor import Executor, LogEvents, RunRequest, RunResult, role_playbook_text
+from .kube import ApiError, KubeClient
+from .logs import cr_fields
+from .recorder import EventRecorder
+from .resources import ObjectRef
+from .results import parse_duration
+from .watches import Watch
+
+log = logging.getLogger("runner.reconcile")
+
+VERBOSITY_ANNOTATION = "ansible.sdk.operatorframework.io/verbosity"
+RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of the reconciles of one watch, from flags, environment and watches.yaml."""
+
+    reconcile_period: float | None  # seconds; None or 0 = no periodic resync
+    verbosity: int = 0
+    ansible_args: tuple[str, ...] = ()
+    log_events: LogEvents = LogEvents.TASKS
+
+
+@dataclass
+class Outcome:
+    """What the worker does next with the key."""
+
+    requeue_after: float | None = None
+    failed: bool = False
+    forget: bool = False
+    detail: str = ""
+
+
+@dataclass
+class _Run:
+    obj: dict[str, Any]
+    finalizing: bool
+    result: RunResult | None = None
+    error: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def cr_log_fields(ref: ObjectRef) -> dict[str, Any]:
+    return cr_fields(ref.resource.kind, ref.namespace, ref.name)
+
+
+def cr_env(ref: ObjectRef) -> dict[str, str]:
+    """Names of the CR being reconciled, for modules that default to it (k8s_status)."""
+    return {
+        "OPERATOR_RUNNER_CR_API_VERSION": ref.resource.api_version,
+        "OPERATOR_RUNNER_CR_KIND": ref.resource.kind,
+        "OPERATOR_RUNNER_CR_PLURAL": ref.resource.plural,
+        "OPERATOR_RUNNER_CR_NAME": ref.name,
+        "OPERATOR_RUNNER_CR_NAMESPACE": ref.namespace or "",
+    }
+
+
+def annotation_int(annotations: Mapping[str, str], key: str) -> int | None:
+    raw = annotations.get(key)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"annotation {key}={raw!r} is not an integer") from None
+
+
+def reconcile_period(annotations: Mapping[str, str], default: float | None) -> float | None:
+    raw = annotations.get(RECONCILE_PERIOD_ANNOTATION)
+    if raw is None:
+        return default
+    try:
+        return parse_duration(raw)
+    except ValueError as err:
+        raise ValueError(f"annotation {RECONCILE_PERIOD_ANNOTATION}: {err}") from None
+
+
+class Reconciler:
+    """Reconciles the CRs of one watch."""
+
+    def __init__(
+        self,
+        watch: Watch,
+        options: Options,
+        client: KubeClient,
+        executor: Executor,
+        artifacts: Artifacts,
+        recorder: EventRecorder,
+    ) -> None:
+        self.watch = watch
+        self.options = options
+        self.client = client
+        self.executor = executor
+        self.artifacts = artifacts
+        self.recorder = recorder
+        self._playbooks: dict[bool, Path] = {}
+
+    # -- the flow ---------------------------------------------------------------------------
+
+    async def reconcile(self, ref: ObjectRef) -> Outcome:
+        obj = await self._get(ref)
+        if obj is None:
+            self.artifacts.remove(ref)
+            return Outcome(forget=True, detail="gone")
+        meta = obj.get("metadata") or {}
+        annotations: dict[str, str] = meta.get("annotations") or {}
+        finalizer = self.watch.finalizer.name if self.watch.finalizer else None
+        finalizers: list[str] = list(meta.get("finalizers") or [])
+        deleting = bool(meta.get("deletionTimestamp"))
+
+        if deleting and (finalizer is None or finalizer not in finalizers):
+            return Outcome(detail="being deleted, nothing of ours to finalize")
+        try:
+            period = reconcile_period(annotations, self.options.reconcile_period)
+            verbosity = annotation_int(annotations, VERBOSITY_ANNOTATION)
+            keep = max_artifacts(annotations, self.watch.max_runner_artifacts)
+        except ValueError as err:
+            await self._report_error(ref, obj, f"{err}; fix or remove the annotation")
+            return Outcome(failed=True, detail=str(err))
+
+        if finalizer and not deleting and finalizer not in finalizers:
+            obj = await self._add_finalizer(ref, obj, finalizer)
+        if self.watch.manage_status and not deleting:
+            obj = await self._write_status(ref, obj, conditions.running)
+
+        run = _Run(obj=obj, finalizing=deleting)
+        run.result = await self._execute(ref, run, verbosity, keep)
+        return await self._finish(ref, run, period, finalizer)
+
+    async def _finish(
+        self, ref: ObjectRef, run: _Run, period: float | None, finalizer: str | None
+    ) -> Outcome:
+        assert run.result is not None
+        result = run.result
+        summary = result.summary
+        now_obj = await self._get(ref)
+        if now_obj is None:
+            self.artifacts.remove(ref)
+            return Outcome(forget=True, detail="gone after the run")
+        if not summary.finished:
+            message = (
+                f"the Ansible run ended without a result (ansible-runner status {result.status}, "
+                f"rc {result.rc}); last output: {result.stdout_tail or '(none)'}"
+            )
+            await self._report_error(ref, now_obj, message)
+            return Outcome(failed=True, detail=message)
+        if summary.failures or result.status != "successful":
+            await self._report_failure(ref, now_obj, result, run.finalizing)
+            return Outcome(failed=True, detail="; ".join(summary.failures))
+
+        meta = now_obj.get("metadata") or {}
+        if run.finalizing and finalizer:
+            await self._remove_finalizer(ref, now_obj, finalizer)
+            await self.recorder.emit(now_obj, "Normal", "Finalized", f"finalizer {finalizer} ran")
+            return Outcome(detail="finalized")
+        was_failing = _is_failing(now_obj)
+        if self.watch.manage_status:
+            result_obj = conditions.AnsibleResult.from_stats_event(
+                summary.stats or {}, created=summary.stats_created
+            )
+            await self._write_status(
+                ref,
+                now_obj,
+                lambda s, generation, now: conditions.succeeded(
+                    s, generation=generation, now=now, result=result_obj
+                ),
+            )
+        if was_failing:
+            await self.recorder.emit(
+                now_obj, "Normal", "Reconciled", "reconciliation succeeded again"
+            )
+        if meta.get("deletionTimestamp") and finalizer in (meta.get("finalizers") or []):
+            return Outcome(requeue_after=0.0, detail="deleted during the run: finalize now")
+        if summary.requeue_after is not None:
+            return Outcome(requeue_after=summary.requeue_after, detail="requeue_after")
+        return Outcome(requeue_after=period or None, detail="successful")
+
+    # -- the run ----------------------------------------------------------------------------
+
+    async def _execute(
+        self, ref: ObjectRef, run: _Run, verbosity: int | None, keep: int
+    ) -> RunResult:
+        private = self.artifacts.private_dir(ref)
+        playbook = self._playbook(private, run.finalizing)
+        text = extravars.render_extra_vars(
+            extravars.build_extra_vars(run.obj, self.watch, finalizing=run.finalizing),
+            mark_unsafe=self.watch.mark_unsafe,
+        )
+        request = RunRequest(
+            private_dir=private,
+            ident=f"{time.time_ns()}",
+            playbook=playbook,
+            extravars_text=text,
+            verbosity=verbosity if verbosity is not None else self.options.verbosity,
+            cmdline=self.options.ansible_args,
+            rotate=keep,
+            envvars=cr_env(ref),
+            log_events=self.options.log_events,
+            log_extra=cr_log_fields(ref),
+        )
+        started = time.monotonic()
+        result = await self.executor.run(request)
+        log.info(
+            "ran %s in %.2f s: %s",
+            "finalizer" if run.finalizing else "reconcile",
+            time.monotonic() - started,
+            result.status,
+            extra=cr_log_fields(ref),
+        )
+        return result
+
+    def _playbook(self, private: Path, finalizing: bool) -> Path:
+        """The playbook of a run: the watch's (or finalizer's), or one that runs its role."""
+        fin = self.watch.finalizer
+        role, playbook = self.watch.role, self.watch.playbook
+        if finalizing and fin and (fin.role or fin.playbook):
+            role, playbook = fin.role, fin.playbook
+        if playbook is not None:
+            return Path(playbook)
+        assert role is not None
+        path = private / "project" / ("finalizer.yml" if finalizing else "main.yml")
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True, mode=0o700)
+            path.write_text(role_playbook_text(role), encoding="utf-8")
+        return path
+
+    # -- reporting --------------------------------------------------------------------------
+
+    async def _report_failure(
+        self, ref: ObjectRef, obj: dict[str, Any], result: RunResult, finalizing: bool
+    ) -> None:
+        summary = result.summary
+        messages = summary.failures or [f"ansible-runner status {result.status}"]
+        what = "finalizer" if finalizing else "reconciliation"
+        log.warning("%s failed: %s", what, "; ".join(messages), extra=cr_log_fields(ref))
+        if self.watch.manage_status:
+            ansible_result = conditions.AnsibleResult.from_stats_event(
+                summary.stats or {}, created=summary.stats_created
+            )
+            await self._write_status(
+                ref,
+                obj,
+                lambda s, generation, now: conditions.failed(
+                    s, generation=generation, now=now, messages=messages, result=ansible_result
+                ),
+            )
+        reason = "FinalizerFailed" if finalizing else "ReconcileFailed"
+        await self.recorder.emit(obj, "Warning", reason, "\n".join(messages))
+
+    async def _report_error(self, ref: ObjectRef, obj: dict[str, Any], message: str) -> None:
+        log.warning("reconciliation failed: %s", message, extra=cr_log_fields(ref))
+        if self.watch.manage_status:
+            await self._write_status(
+                ref,
+                obj,
+                lambda s, generation, now: conditions.errored(
+                    s, generation=generation, now=now, message=message
+                ),
+            )
+        await self.recorder.emit(obj, "Warning", "ReconcileFailed", message)
+
+    # -- API calls --------------------------------------------------------------------------
+
+    async def _get(self, ref: ObjectRef) -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = await self.client.send(kube.get_object(ref))
+            return obj
+        except ApiError as err:
+            if err.not_found:
+                return None
+            raise
+
+    async def _write_status(
+        self, ref: ObjectRef, obj: dict[str, Any], transition: Any
+    ) -> dict[str, Any]:
+        meta = obj.get("metadata") or {}
+        old = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        new = transition(old, generation=int(meta.get("generation") or 0), now=datetime.now(UTC))
+        if not conditions.status_changed(old, new):
+            return obj
+        try:
+            patched: dict[str, Any] = await self.client.send(
+                kube.patch_status(ref, {"conditions": new.get("conditions", [])})
+            )
+            return patched
+        except ApiError as err:
+            if err.not_found:
+                return obj
+            raise
+
+    async def _add_finalizer(
+        self, ref: ObjectRef, obj: dict[str, Any], finalizer: str
+    ) -> dict[str, Any]:
+        meta = obj["metadata"]
+        finalizers = [*(meta.get("finalizers") or []), finalizer]
+        patched: dict[str, Any] = await self.client.send(
+            kube.set_finalizers(ref, finalizers, meta["resourceVersion"])
+        )
+        return patched
+
+    async def _remove_finalizer(self, ref: ObjectRef, obj: dict[str, Any], finalizer: str) -> None:
+        meta = obj["metadata"]
+        finalizers = [f for f in meta.get("finalizers") or [] if f != finalizer]
+        try:
+            await self.client.send(kube.set_finalizers(ref, finalizers, meta["resourceVersion"]))
+        except ApiError as err:
+            if not err.not_found:
+                raise
+
+
+def _is_failing(obj: Mapping[str, Any]) -> bool:
+    status = obj.get("status")
+    failure = conditions.find_condition(status if isinstance(status, dict) else None, "Failure")
+    return bool(failure and failure.get("status") == "True")

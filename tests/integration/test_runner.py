@@ -1,0 +1,344 @@
+"""The runner end to end: real API server, real operator process, real ansible-runner and roles."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from .conftest import Cluster
+from .operator import RunningOperator, condition, crd, install_crd, operator
+from .waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+GROUP = "test.operator-runner.dev"
+KINDS = ("Basic", "Unsafe", "Finalized", "Unmanaged", "Selected", "Requeue", "Broken")
+FINALIZER = f"{GROUP}/finalizer"
+
+
+class Env:
+    def __init__(
+        self, cluster: Cluster, api: client.ApiClient, namespace: str, op: RunningOperator
+    ) -> None:
+        self.cluster = cluster
+        self.api = api
+        self.ns = namespace
+        self.op = op
+        self.custom = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+
+    def create(
+        self,
+        kind: str,
+        name: str,
+        spec: dict[str, Any] | None = None,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        body = {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": kind,
+            "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
+            "spec": spec or {},
+        }
+        result: dict[str, Any] = self.custom.create_namespaced_custom_object(
+            GROUP, "v1", self.ns, kind.lower() + "s", body
+        )
+        return result
+
+    def get(self, kind: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
+                GROUP, "v1", self.ns, kind.lower() + "s", name
+            )
+            return obj
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def patch_spec(self, kind: str, name: str, spec: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object(
+            GROUP, "v1", self.ns, kind.lower() + "s", name, {"spec": spec}
+        )
+
+    def delete(self, kind: str, name: str) -> None:
+        self.custom.delete_namespaced_custom_object(GROUP, "v1", self.ns, kind.lower() + "s", name)
+
+    def wait_condition(
+        self,
+        kind: str,
+        name: str,
+        ctype: str,
+        status: str = "True",
+        timeout: float = 90,
+        generation: bool = True,
+    ) -> dict[str, Any]:
+        def probe() -> dict[str, Any] | None:
+            obj = self.get(kind, name)
+            if obj is None:
+                return None
+            cond = condition(obj, ctype)
+            if not cond or cond.get("status") != status:
+                return None
+            if generation and cond.get("observedGeneration") != obj["metadata"]["generation"]:
+                return None
+            return obj
+
+        try:
+            return wait_for(probe, timeout=timeout, what=f"{kind} {name} {ctype}={status}")
+        except AssertionError:
+            print(self.op.log_text()[-4000:])
+            raise
+
+    def config_map(self, name: str) -> dict[str, str] | None:
+        try:
+            return self.core.read_namespaced_config_map(name, self.ns).data or {}
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def events(self, name: str) -> list[client.CoreV1Event]:
+        items = self.core.list_namespaced_event(
+            self.ns, field_selector=f"involvedObject.name={name}"
+        ).items
+        return list(items)
+
+
+@pytest.fixture(scope="module")
+def env(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    namespace = f"rt-{uuid.uuid4().hex[:8]}"
+    tmp = tmp_path_factory.mktemp("runner")
+    with cluster.api_client() as api:
+        for kind in KINDS:
+            install_crd(api, crd(GROUP, kind))
+        _delete_crd(api, "lates." + GROUP)
+        cluster.kubectl("create", "namespace", namespace)
+        try:
+            with operator(cluster, tmp, namespaces=[namespace]) as op:
+                yield Env(cluster, api, namespace, op)
+        finally:
+            _cleanup(cluster, api, namespace)
+
+
+def _delete_crd(api: client.ApiClient, name: str) -> None:
+    try:
+        client.ApiextensionsV1Api(api).delete_custom_resource_definition(name)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+
+def _cleanup(cluster: Cluster, api: client.ApiClient, namespace: str) -> None:
+    custom = client.CustomObjectsApi(api)
+    for obj in custom.list_namespaced_custom_object(GROUP, "v1", namespace, "finalizeds")["items"]:
+        custom.patch_namespaced_custom_object(
+            GROUP,
+            "v1",
+            namespace,
+            "finalizeds",
+            obj["metadata"]["name"],
+            {"metadata": {"finalizers": None}},
+        )
+    cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+    for kind in (*KINDS, "Late"):
+        _delete_crd(api, f"{kind.lower()}s.{GROUP}")
+
+
+def test_success_sets_conditions_and_vars_reach_the_role(env: Env) -> None:
+    env.create("Basic", "ok", {"message": "hello", "sizeK8sBuckets": 3})
+    obj = env.wait_condition("Basic", "ok", "Successful")
+    successful = condition(obj, "Successful")
+    running = condition(obj, "Running")
+    failure = condition(obj, "Failure")
+    assert successful and successful["reason"] == "Successful"
+    assert running and running["status"] == "False" and running["reason"] == "Successful"
+    assert failure and failure["status"] == "False"
+    result = running["ansibleResult"]
+    assert result["failures"] == 0 and result["ok"] >= 2 and result["completion"]
+    assert obj["status"]["roleWrote"] == "hello", "keys the role wrote are kept"
+    data = env.config_map("ok-vars")
+    assert data is not None
+    assert data["message"] == "hello"
+    assert data["size_k8s_buckets"] == "3"
+    assert data["watch_var"] == "from-watches"
+    assert data["via_spec"] == "hello"
+    # the CR carries nothing of the framework's
+    meta = obj["metadata"]
+    assert not [a for a in meta.get("annotations") or {} if "kopf" in a]
+    assert not meta.get("finalizers")
+    lines = [line for line in env.op.log_lines() if line.get("name") == "ok"]
+    assert lines and all(
+        line.get("kind") == "Basic" and line.get("namespace") == env.ns for line in lines
+    )
+
+
+def test_failure_is_reported_then_recovers(env: Env) -> None:
+    env.create("Basic", "bad", {"fail": True, "failReason": "size too big"})
+    obj = env.wait_condition("Basic", "bad", "Failure")
+    failure = condition(obj, "Failure")
+    assert failure and failure["reason"] == "Failed"
+    assert "spec.fail is set: size too big" in failure["message"]
+    successful = condition(obj, "Successful")
+    assert successful and successful["status"] == "False" and successful["reason"] == "Failed"
+    assert condition(obj, "Running")["status"] == "False"  # type: ignore[index]
+    warning = wait_for(
+        lambda: [e for e in env.events("bad") if e.type == "Warning"],
+        timeout=30,
+        what="a Warning Event",
+    )
+    assert warning[0].reason == "ReconcileFailed"
+    assert "size too big" in warning[0].message
+
+    env.patch_spec("Basic", "bad", {"fail": False})
+    env.wait_condition("Basic", "bad", "Successful")
+    normal = wait_for(
+        lambda: [e for e in env.events("bad") if e.type == "Normal"],
+        timeout=30,
+        what="a Normal Event on recovery",
+    )
+    assert normal[0].reason == "Reconciled"
+
+
+PAYLOAD = "{{ lookup('pipe', 'id') }}"
+
+
+def test_jinja_in_spec_is_never_evaluated(env: Env) -> None:
+    env.create(
+        "Basic", "inject", {"message": PAYLOAD, "nestedValue": {"deepList": ["{{ 7 * 6 }}"]}}
+    )
+    env.wait_condition("Basic", "inject", "Successful")
+    data = env.config_map("inject-vars")
+    assert data is not None
+    assert data["message"] == PAYLOAD
+    assert data["via_object"] == PAYLOAD
+    assert data["via_spec"] == PAYLOAD
+    assert data["nested"] == '["{{ 7 * 6 }}"]'
+
+
+def test_mark_unsafe_false_restores_operator_sdk_behaviour(env: Env) -> None:
+    env.create("Unsafe", "evaluated", {"message": "{{ 7 * 6 }}"})
+    env.wait_condition("Unsafe", "evaluated", "Successful")
+    data = env.config_map("evaluated-vars")
+    assert data is not None and data["message"] == "42"
+
+
+def test_run_without_result_is_a_failure_not_stuck_running(env: Env) -> None:
+    env.create("Broken", "broken")
+    obj = env.wait_condition("Broken", "broken", "Failure")
+    message = condition(obj, "Failure")["message"]  # type: ignore[index]
+    assert "ended without a result" in message
+    assert condition(obj, "Running")["status"] == "False"  # type: ignore[index]
+
+
+def test_finalizer_runs_on_delete(env: Env) -> None:
+    env.create("Finalized", "fin")
+    obj = env.wait_condition("Finalized", "fin", "Successful")
+    assert obj["metadata"]["finalizers"] == [FINALIZER]
+    assert env.config_map("fin-marker") == {"state": "present"}
+    env.delete("Finalized", "fin")
+    wait_for(lambda: env.get("Finalized", "fin") is None, timeout=60, what="CR gone")
+    assert env.config_map("fin-finalized") is not None
+
+
+def test_failing_finalizer_keeps_the_cr_until_it_succeeds(env: Env) -> None:
+    env.create("Finalized", "stuck", {"blockFinalizer": True})
+    env.wait_condition("Finalized", "stuck", "Successful")
+    env.delete("Finalized", "stuck")
+    obj = env.wait_condition("Finalized", "stuck", "Failure", generation=False)
+    assert "finalizer blocked" in condition(obj, "Failure")["message"]  # type: ignore[index]
+    assert obj["metadata"]["finalizers"] == [FINALIZER]
+    wait_for(
+        lambda: [e for e in env.events("stuck") if e.reason == "FinalizerFailed"],
+        timeout=30,
+        what="a FinalizerFailed Event",
+    )
+    env.patch_spec("Finalized", "stuck", {"blockFinalizer": False})
+    wait_for(lambda: env.get("Finalized", "stuck") is None, timeout=90, what="CR finalized")
+
+
+def test_selector_filters_crs(env: Env) -> None:
+    env.create("Selected", "ignored")
+    env.create("Selected", "chosen", labels={"reconcile": "yes"})
+    env.wait_condition("Selected", "chosen", "Successful")
+    ignored = env.get("Selected", "ignored")
+    assert ignored is not None and not ignored.get("status")
+    assert env.config_map("ignored-vars") is None
+
+
+def test_manage_status_false_leaves_status_alone(env: Env) -> None:
+    env.create("Unmanaged", "um")
+    wait_for(
+        lambda: env.config_map("um-unmanaged") is not None,
+        timeout=60,
+        what="the playbook's ConfigMap",
+    )
+    obj = env.get("Unmanaged", "um")
+    assert obj is not None and not (obj.get("status") or {}).get("conditions")
+
+
+def test_requeue_after_runs_again_and_status_is_finished(env: Env) -> None:
+    env.create(
+        "Requeue", "rq", annotations={"ansible.sdk.operatorframework.io/max-runner-artifacts": "2"}
+    )
+
+    def runs() -> int:
+        return sum(
+            1
+            for line in env.op.log_lines()
+            if line.get("name") == "rq" and str(line.get("msg", "")).startswith("ran ")
+        )
+
+    wait_for(lambda: runs() >= 4, timeout=60, what="4 runs of the requeueing CR")
+    obj = env.wait_condition("Requeue", "rq", "Successful")
+    assert condition(obj, "Running")["status"] == "False"  # type: ignore[index]
+    run_dirs = _artifact_runs(env.op.artifacts, "Requeue", env.ns, "rq")
+    assert 1 <= len(run_dirs) <= 2, run_dirs
+    env.delete("Requeue", "rq")
+    wait_for(
+        lambda: not _artifact_dir(env.op.artifacts, "Requeue", env.ns, "rq").exists(),
+        timeout=30,
+        what="the CR's artifacts to be removed",
+    )
+
+
+def _artifact_dir(root: Path, kind: str, ns: str, name: str) -> Path:
+    return root / GROUP / kind / ns / name
+
+
+def _artifact_runs(root: Path, kind: str, ns: str, name: str) -> list[str]:
+    path = _artifact_dir(root, kind, ns, name) / "artifacts"
+    return sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+
+
+def test_twenty_crs_at_once_all_succeed(env: Env) -> None:
+    names = [f"many-{i:02d}" for i in range(20)]
+    for name in names:
+        env.create("Basic", name, {"message": name})
+    for name in names:
+        env.wait_condition("Basic", name, "Successful", timeout=240)
+    for name in names:
+        assert env.config_map(f"{name}-vars")["message"] == name  # type: ignore[index]
+
+
+def test_crd_installed_after_start_up(env: Env) -> None:
+    install_crd(env.api, crd(GROUP, "Late"))
+    wait_for(lambda: _create_late(env), timeout=30, what="the Late CR to be accepted")
+    env.wait_condition("Late", "late", "Successful", timeout=120)
+
+
+def _create_late(env: Env) -> bool:
+    try:
+        env.create("Late", "late", {"message": "late"})
+        return True
+    except ApiException as err:
+        if err.status == 404:  # discovery of the new CRD is not served yet
+            return False
+        raise
