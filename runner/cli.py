@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__, logs
+from .bind import BindAddressError, parse_bind_address
+from .durations import parse_period
 from .executor import LogEvents
-from .results import parse_duration
 
 log = logging.getLogger("runner.cli")
 
@@ -29,7 +30,7 @@ def _bool(text: str) -> bool:
 
 def _duration(text: str) -> float:
     try:
-        return parse_duration(text)
+        return parse_period(text, "a duration")
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -52,6 +53,69 @@ def _verbosity(text: str) -> int:
     if not 0 <= value <= 7:
         raise argparse.ArgumentTypeError(f"expected 0-7, got {value}")
     return value
+
+
+def _bind_address(text: str) -> str:
+    try:
+        parse_bind_address(text)
+    except BindAddressError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def _add_production_flags(run: argparse.ArgumentParser) -> None:
+    """Metrics, health probes and leader election (runner/production.py), as operator-sdk."""
+    run.add_argument(
+        "--metrics-bind-address",
+        type=_bind_address,
+        default=":8080",
+        help="where /metrics is served: host:port or :port, 0 switches it off (default :8080)",
+    )
+    run.add_argument(
+        "--health-probe-bind-address",
+        type=_bind_address,
+        default=":6789",
+        help="where /healthz and /readyz are served; 0 switches them off (default :6789)",
+    )
+    run.add_argument(
+        "--leader-elect",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="BOOL",
+        help="run as one of several replicas: only the holder of a Lease reconciles "
+        "(default false)",
+    )
+    run.add_argument(
+        "--leader-election-id",
+        default=None,
+        help="name of the Lease (default: operator-runner-<hash of the watched API groups>)",
+    )
+    run.add_argument(
+        "--leader-election-namespace",
+        default=None,
+        help="namespace of the Lease (default: the pod's namespace, else $POD_NAMESPACE; "
+        "required outside a cluster)",
+    )
+    run.add_argument(
+        "--leader-elect-lease-duration",
+        type=_duration,
+        default=15.0,
+        help="how long standbys wait after the last renewal before taking over (default 15s)",
+    )
+    run.add_argument(
+        "--leader-elect-renew-deadline",
+        type=_duration,
+        default=10.0,
+        help="how long the leader tries to renew before it stops and exits (default 10s)",
+    )
+    run.add_argument(
+        "--leader-elect-retry-period",
+        type=_duration,
+        default=2.0,
+        help="how often candidates look at the Lease and the leader renews it (default 2s)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,6 +194,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="root of the per-CR ansible-runner folders (default $TMPDIR/operator-runner)",
     )
     run.add_argument(
+        "--executor",
+        choices=("warm", "plain"),
+        default=os.environ.get("OPERATOR_RUNNER_EXECUTOR", "warm"),
+        help="warm: ansible-playbook and modules fork from processes with Ansible and the "
+        "kubernetes client already imported (much less CPU per reconcile); plain: a fresh "
+        "ansible-playbook per run, as operator-sdk (default warm, or $OPERATOR_RUNNER_EXECUTOR)",
+    )
+    run.add_argument(
         "--graceful-shutdown-timeout",
         type=_duration,
         default=30.0,
@@ -140,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="kubeconfig (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)",
     )
+    _add_production_flags(run)
     return parser
 
 
@@ -160,6 +233,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     logs.setup(args.log_format)
     from .manager import OperatorConfig, run_operator  # heavy imports only when running
+    from .production import ProductionConfig
+
+    production = ProductionConfig(
+        metrics_bind_address=args.metrics_bind_address,
+        health_probe_bind_address=args.health_probe_bind_address,
+        leader_elect=args.leader_elect,
+        leader_election_id=args.leader_election_id,
+        leader_election_namespace=args.leader_election_namespace,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+    )
 
     config = OperatorConfig(
         watches_file=args.watches_file,
@@ -173,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         artifacts_dir=args.artifacts_dir,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         kubeconfig=args.kubeconfig,
+        executor=args.executor,
+        production=production,
     )
     return run_operator(config)
 

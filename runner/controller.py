@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from .backoff import Backoff
 from .logs import cr_fields
+from .metrics import NULL_METRICS, Metrics, Result
 from .queue import WorkQueue
 from .reconcile import Outcome, Reconciler
-from .resources import ObjectRef
+from .resources import ObjectRef, Resource
 from .selectors import matches
 from .triggers import Seen, fingerprint, should_reconcile
 
@@ -25,8 +27,15 @@ log = logging.getLogger("runner.controller")
 
 
 class Controller:
-    def __init__(self, reconciler: Reconciler, workers: int, backoff: Backoff | None = None):
+    def __init__(
+        self,
+        reconciler: Reconciler,
+        workers: int,
+        backoff: Backoff | None = None,
+        metrics: Metrics = NULL_METRICS,
+    ):
         self.reconciler = reconciler
+        self.metrics = metrics
         self.watch = reconciler.watch
         self.workers = workers
         self.queue: WorkQueue[ObjectRef] = WorkQueue()
@@ -34,11 +43,13 @@ class Controller:
         self._seen: dict[ObjectRef, Seen] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self.busy = 0
+        self.resource: Resource | None = None  # learnt from the first watch event
 
     # -- input: watch events ----------------------------------------------------------------
 
     def on_event(self, ref: ObjectRef, event_type: str | None, body: Mapping[str, Any]) -> None:
         """A watch event of a primary CR: enqueue it when it calls for a reconcile."""
+        self.resource = ref.resource
         meta = body.get("metadata") or {}
         if event_type != "DELETED" and not matches(self.watch.selector, meta.get("labels")):
             return
@@ -54,6 +65,13 @@ class Controller:
     def enqueue(self, ref: ObjectRef, delay: float = 0.0) -> None:
         """Reconcile `ref` (a dependent changed, a resync is due, ...)."""
         self.queue.add(ref, delay)
+
+    def enqueue_named(self, namespace: str, name: str) -> None:
+        """Reconcile the CR `namespace/name` of this watch (one of its dependents changed)."""
+        if self.resource is None:
+            return  # no CR of this kind seen yet: nothing can depend on one
+        ns = namespace if self.resource.namespaced else None
+        self.queue.add(ObjectRef(self.resource, ns, name))
 
     # -- workers ----------------------------------------------------------------------------
 
@@ -76,11 +94,13 @@ class Controller:
     async def _work(self) -> None:
         while (ref := await self.queue.get()) is not None:
             self.busy += 1
+            started = time.monotonic()
             try:
                 outcome = await self._reconcile(ref)
             finally:
                 self.busy -= 1
                 self.queue.done(ref)
+            self._observe(outcome, time.monotonic() - started)
             self._requeue(ref, outcome)
 
     async def _reconcile(self, ref: ObjectRef) -> Outcome:
@@ -95,7 +115,18 @@ class Controller:
                 exc_info=not _is_api_error(err),
                 extra=cr_fields(ref.resource.kind, ref.namespace, ref.name),
             )
-            return Outcome(failed=True, detail=str(err))
+            return Outcome(failed=True, detail=str(err), errored=True)
+
+    def _observe(self, outcome: Outcome, seconds: float) -> None:
+        gvk = self.watch.gvk
+        result: Result = "success"
+        if outcome.errored:
+            result = "error"
+        elif outcome.failed:
+            result = "failure"
+        self.metrics.observe_reconcile(
+            gvk.kind, gvk.group, gvk.version, result, seconds, outcome.failed_tasks
+        )
 
     def _requeue(self, ref: ObjectRef, outcome: Outcome) -> None:
         if outcome.forget:

@@ -26,6 +26,7 @@ from typing import Any
 import ansible_runner
 
 from .results import RunSummary, apply_event
+from .warm import WarmPool
 
 log = logging.getLogger("runner.executor")
 
@@ -145,10 +146,33 @@ def _log_event(event: Mapping[str, Any], mode: LogEvents, extra: Mapping[str, An
 class Executor:
     """Runs Ansible for one CR at a time per call; many calls may run at once."""
 
-    def __init__(self, roles_paths: list[Path], tmp_dir: Path) -> None:
+    def __init__(self, roles_paths: list[Path], tmp_dir: Path, warm: bool = True) -> None:
         self._env = ansible_env(tmp_dir, roles_paths)
         tmp_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._cancel = threading.Event()
+        self._warm = warm
+        self._pool: WarmPool | None = None
+        self._pool_lock = threading.Lock()
+        log.info("executor: %s", "warm (fork servers)" if warm else "plain ansible-runner")
+
+    def _warm_pool(self) -> WarmPool | None:
+        """The fork servers, started with the first run (an idle operator does not pay for
+        them); None on the plain path or when they cannot start."""
+        with self._pool_lock:
+            if self._warm and self._pool is None:
+                pool = WarmPool(self._env)
+                if pool.wait_ready():
+                    self._pool = pool
+                else:
+                    pool.stop()
+                    self._warm = False
+            return self._pool
+
+    def close(self) -> None:
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.stop()
+                self._pool = None
 
     def cancel_all(self) -> None:
         """Stop every run in progress (shutdown after the grace period)."""
@@ -162,11 +186,22 @@ class Executor:
         private = request.private_dir
         (private / "env").mkdir(parents=True, exist_ok=True, mode=0o700)
         (private / "inventory").mkdir(exist_ok=True, mode=0o700)
+        # ansible-runner saves the envvars and settings of a run into env/ and prefers those
+        # files to its arguments on the next run: stale kubeconfig paths. Pass them fresh.
+        for stale in ("envvars", "settings"):
+            (private / "env" / stale).unlink(missing_ok=True)
         extravars = private / "env" / "extravars"
         _write_private(extravars, request.extravars_text)
+        pool = self._warm_pool()
         hosts = private / "inventory" / "hosts"
-        if not hosts.exists():
-            _write_private(hosts, inventory_text())
+        inventory = inventory_text(str(pool.python_client) if pool else sys.executable)
+        if not hosts.exists() or hosts.read_text(encoding="utf-8") != inventory:
+            _write_private(hosts, inventory)
+        cmdline = list(request.cmdline)
+        envvars = {**self._env, **request.envvars}
+        if pool is not None:  # the warm client is a raw binary: the playbook is an argument
+            cmdline.insert(0, str(request.playbook))
+            envvars.update(pool.env)
 
         def on_event(event: Mapping[str, Any]) -> bool:
             apply_event(summary, event)
@@ -180,19 +215,45 @@ class Executor:
             playbook=str(request.playbook),
             project_dir=str(request.playbook.parent),
             inventory=str(hosts),
-            envvars={**self._env, **request.envvars},
+            binary=str(pool.playbook_client) if pool else None,
+            envvars=envvars,
             verbosity=request.verbosity or None,
-            cmdline=shlex.join(request.cmdline) if request.cmdline else None,
+            cmdline=shlex.join(cmdline) if cmdline else None,
             rotate_artifacts=max(request.rotate, 1),
             quiet=True,
             event_handler=on_event,
             cancel_callback=cancel,
             settings={"suppress_ansible_output": True},
         )
+        _scrub_command(private / "artifacts" / request.ident / "command")
         tail = ""
         if not summary.finished or runner.status != "successful":
             tail = _tail(runner)
         return RunResult(status=runner.status, rc=runner.rc, summary=summary, stdout_tail=tail)
+
+
+_SAFE_ENV = (
+    "ANSIBLE_",
+    "OPERATOR_RUNNER_CR_",
+    "KUBECONFIG",
+    "K8S_AUTH_KUBECONFIG",
+    "PATH",
+    "WATCH_NAMESPACE",
+    "HOME",
+    "LANG",
+)
+
+
+def _scrub_command(path: Path) -> None:
+    """ansible-runner records the whole environment of the run in `command`; keep only what
+    cannot be a secret, so the operator's credentials never land in the artifacts."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    env = record.get("env") or {}
+    record["env"] = {k: v for k, v in env.items() if k.startswith(_SAFE_ENV)}
+    _write_private(path, json.dumps(record, indent=1))
 
 
 def _write_private(path: Path, text: str) -> None:

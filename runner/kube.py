@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import aiohttp
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
@@ -124,6 +126,28 @@ def patch_event(namespace: str, name: str, patch: JSON) -> Request:
     )
 
 
+# Leases (coordination.k8s.io/v1), for leader election (runner/leader.py).
+
+
+def lease_path(namespace: str, name: str | None = None) -> str:
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace)}/leases"
+    return path if name is None else f"{path}/{quote(name)}"
+
+
+def get_lease(namespace: str, name: str) -> Request:
+    return Request("GET", lease_path(namespace, name))
+
+
+def create_lease(namespace: str, lease: JSON) -> Request:
+    """Create a Lease (409 when one of that name exists already)."""
+    return Request("POST", lease_path(namespace), body=lease)
+
+
+def replace_lease(namespace: str, name: str, lease: JSON) -> Request:
+    """Replace a Lease; its metadata.resourceVersion makes it fail with 409 if it moved on."""
+    return Request("PUT", lease_path(namespace, name), body=lease)
+
+
 # --- sending requests ---------------------------------------------------------------------
 
 
@@ -162,3 +186,49 @@ class KubeClient:
 
     async def send(self, request: Request, timeout: float = 30.0) -> Any:
         return await asyncio.to_thread(self.send_sync, request, timeout)
+
+
+class AsyncUpstream:
+    """An aiohttp session to the API server with the operator's credentials.
+
+    For what must stream or stay on the event loop: the roles' proxy and dependent watches.
+    The bearer token is read from the configuration on every request, so in-cluster token
+    rotation (and exec plugins' refresh) keeps working.
+    """
+
+    def __init__(self, configuration: k8s_client.Configuration) -> None:
+        self.configuration = configuration
+        self.host: str = str(configuration.host).rstrip("/")
+        self.ssl = _ssl_context(configuration) if self.host.startswith("https") else False
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                auto_decompress=False,
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+                connector=aiohttp.TCPConnector(ssl=self.ssl, limit=64),
+            )
+        return self._session
+
+    def auth_headers(self) -> dict[str, str]:
+        token = self.configuration.get_api_key_with_prefix("authorization")
+        return {"Authorization": token} if token else {}
+
+    def url(self, path_qs: str) -> str:
+        return self.host + path_qs
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+def _ssl_context(configuration: k8s_client.Configuration) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context

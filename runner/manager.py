@@ -21,8 +21,12 @@ from . import kube
 from .artifacts import Artifacts
 from .controller import Controller
 from .cpus import usable_cpus
+from .dependents import DependentWatches
 from .executor import Executor, LogEvents
 from .kube import KubeClient
+from .ownership import Owner, Primary, RequestInfo, is_owner, same_namespace
+from .production import Production, ProductionConfig
+from .proxy import Proxy
 from .reconcile import Options, Reconciler
 from .recorder import EventRecorder
 from .resources import ObjectRef, Resource
@@ -45,7 +49,9 @@ class OperatorConfig:
     inject_owner_ref: bool = True
     artifacts_dir: Path = Path("/tmp/operator-runner")
     graceful_shutdown_timeout: float = 30.0
+    executor: str = "warm"  # or "plain"
     kubeconfig: str | None = None
+    production: ProductionConfig = field(default_factory=ProductionConfig)  # metrics, probes, HA
 
 
 def kind_env_name(prefix: str, watch: Watch) -> str:
@@ -136,9 +142,27 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     executor = Executor(
         roles_paths=[config.watches_file.resolve().parent / "roles"],
         tmp_dir=config.artifacts_dir / ".ansible-tmp",
+        warm=config.executor == "warm",
     )
     recorder = EventRecorder(client)
+    # -- metrics, health probes, leader election (runner/production.py) --
+    production = await Production.start(config.production, client, watches, executor.cancel_all)
+    if not await production.lead():  # stopped while standing by: nothing of ours ran
+        await production.close()
+        client.close()
+        return 0
+    # --
     registry = kopf.OperatorRegistry()
+    production.register(registry, config.graceful_shutdown_timeout)  # early Lease release
+    upstream = kube.AsyncUpstream(configuration)
+    by_kind: dict[tuple[str, str], Controller] = {}
+    dependents = DependentWatches(upstream, lambda p: _trigger(by_kind, p), config.namespaces)
+    proxy = Proxy(
+        upstream,
+        inject=config.inject_owner_ref,
+        on_write=lambda info, owner, obj: _on_write(by_kind, dependents, info, owner, obj),
+    )
+    await proxy.start()
 
     @kopf.on.login(registry=registry)
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
@@ -148,8 +172,10 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     for watch in watches:
         options = watch_options(config, watch, os.environ)
         workers = watch_workers(config, watch, os.environ)
-        reconciler = Reconciler(watch, options, client, executor, artifacts, recorder)
-        controller = Controller(reconciler, workers)
+        reconciler = Reconciler(watch, options, client, executor, artifacts, recorder, proxy)
+        controller = Controller(reconciler, workers, metrics=production.metrics)
+        production.track(controller)
+        by_kind[(watch.gvk.group, watch.gvk.kind)] = controller
         register(registry, controller)
         controller.start()
         controllers.append(controller)
@@ -170,8 +196,11 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
             standalone=True,
             clusterwide=not namespaces,
             namespaces=namespaces,
+            ready_flag=production.ready_flag,
+            stop_flag=production.stop_flag,
         )
     finally:
+        production.stopping()
         log.info(
             "stopping: waiting up to %g s for running reconciles", config.graceful_shutdown_timeout
         )
@@ -183,8 +212,50 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
             log.warning(
                 "runs still going after %g s were cancelled", config.graceful_shutdown_timeout
             )
+        await production.close()  # after the runs ended: release the Lease, stop the endpoints
+        await dependents.stop()
+        await proxy.stop()
+        await upstream.close()
+        executor.close()
         client.close()
-    return 0
+    return production.exit_code
+
+
+def _trigger(by_kind: Mapping[tuple[str, str], Controller], primary: Primary) -> None:
+    """A dependent changed: reconcile the primary CR it points at."""
+    controller = by_kind.get((primary.group, primary.kind))
+    if controller is None:
+        return
+    if primary.via_annotation and not controller.watch.watch_cluster_scoped_resources:
+        return
+    controller.enqueue_named(primary.namespace, primary.name)
+
+
+def _on_write(
+    by_kind: Mapping[tuple[str, str], Controller],
+    dependents: DependentWatches,
+    info: RequestInfo,
+    owner: Owner,
+    obj: Mapping[str, Any],
+) -> None:
+    """A role wrote `obj` for `owner`: watch its kind from now on, as the watch allows."""
+    controller = by_kind.get((owner.group, owner.kind))
+    if controller is None or not controller.watch.watch_dependent_resources:
+        return
+    watch = controller.watch
+    if is_owner(info, obj, owner) or blacklisted(watch, info, obj):
+        return
+    cross = not same_namespace(info, obj, owner)
+    if cross and not watch.watch_cluster_scoped_resources:
+        return
+    dependents.ensure(info, cluster_wide=cross)
+
+
+def blacklisted(watch: Watch, info: RequestInfo, obj: Mapping[str, Any]) -> bool:
+    kind = str(obj.get("kind") or "")
+    return any(
+        (b.group, b.version, b.kind) == (info.group, info.version, kind) for b in watch.blacklist
+    )
 
 
 def run_operator(config: OperatorConfig) -> int:

@@ -44,6 +44,11 @@ class WorkQueue(Generic[K]):
     def processing(self) -> int:
         return len(self._processing)
 
+    def due(self) -> int:
+        """Keys waiting that are due now (client-go's workqueue depth); the rest wait for later."""
+        now = self._clock()
+        return sum(1 for due in self._due.values() if due <= now)
+
     def add(self, key: K, delay: float = 0.0) -> None:
         if self._closed:
             return

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,12 +24,13 @@ from typing import Any
 
 from . import conditions, extravars, kube
 from .artifacts import Artifacts, max_artifacts
+from .durations import parse_period
 from .executor import Executor, LogEvents, RunRequest, RunResult, role_playbook_text
 from .kube import ApiError, KubeClient
 from .logs import cr_fields
+from .proxy import Proxy, owner_of
 from .recorder import EventRecorder
 from .resources import ObjectRef
-from .results import parse_duration
 from .watches import Watch
 
 log = logging.getLogger("runner.reconcile")
@@ -55,6 +57,9 @@ class Outcome:
     failed: bool = False
     forget: bool = False
     detail: str = ""
+    # for metrics: failed Ansible tasks; errored = could not complete (no result, bad annotation)
+    failed_tasks: int = 0
+    errored: bool = False
 
 
 @dataclass
@@ -96,7 +101,7 @@ def reconcile_period(annotations: Mapping[str, str], default: float | None) -> f
     if raw is None:
         return default
     try:
-        return parse_duration(raw)
+        return parse_period(raw, "the period")
     except ValueError as err:
         raise ValueError(f"annotation {RECONCILE_PERIOD_ANNOTATION}: {err}") from None
 
@@ -112,7 +117,9 @@ class Reconciler:
         executor: Executor,
         artifacts: Artifacts,
         recorder: EventRecorder,
+        proxy: Proxy | None = None,
     ) -> None:
+        self.proxy = proxy
         self.watch = watch
         self.options = options
         self.client = client
@@ -142,7 +149,7 @@ class Reconciler:
             keep = max_artifacts(annotations, self.watch.max_runner_artifacts)
         except ValueError as err:
             await self._report_error(ref, obj, f"{err}; fix or remove the annotation")
-            return Outcome(failed=True, detail=str(err))
+            return Outcome(failed=True, detail=str(err), errored=True)
 
         if finalizer and not deleting and finalizer not in finalizers:
             obj = await self._add_finalizer(ref, obj, finalizer)
@@ -169,10 +176,14 @@ class Reconciler:
                 f"rc {result.rc}); last output: {result.stdout_tail or '(none)'}"
             )
             await self._report_error(ref, now_obj, message)
-            return Outcome(failed=True, detail=message)
+            return Outcome(failed=True, detail=message, errored=True)
         if summary.failures or result.status != "successful":
             await self._report_failure(ref, now_obj, result, run.finalizing)
-            return Outcome(failed=True, detail="; ".join(summary.failures))
+            return Outcome(
+                failed=True,
+                detail="; ".join(summary.failures),
+                failed_tasks=len(summary.failures),
+            )
 
         meta = now_obj.get("metadata") or {}
         if run.finalizing and finalizer:
@@ -212,20 +223,21 @@ class Reconciler:
             extravars.build_extra_vars(run.obj, self.watch, finalizing=run.finalizing),
             mark_unsafe=self.watch.mark_unsafe,
         )
-        request = RunRequest(
-            private_dir=private,
-            ident=f"{time.time_ns()}",
-            playbook=playbook,
-            extravars_text=text,
-            verbosity=verbosity if verbosity is not None else self.options.verbosity,
-            cmdline=self.options.ansible_args,
-            rotate=keep,
-            envvars=cr_env(ref),
-            log_events=self.options.log_events,
-            log_extra=cr_log_fields(ref),
-        )
         started = time.monotonic()
-        result = await self.executor.run(request)
+        with self._credentials(run.obj) as credentials:
+            request = RunRequest(
+                private_dir=private,
+                ident=f"{time.time_ns()}",
+                playbook=playbook,
+                extravars_text=text,
+                verbosity=verbosity if verbosity is not None else self.options.verbosity,
+                cmdline=self.options.ansible_args,
+                rotate=keep,
+                envvars={**cr_env(ref), **credentials},
+                log_events=self.options.log_events,
+                log_extra=cr_log_fields(ref),
+            )
+            result = await self.executor.run(request)
         log.info(
             "ran %s in %.2f s: %s",
             "finalizer" if run.finalizing else "reconcile",
@@ -234,6 +246,13 @@ class Reconciler:
             extra=cr_log_fields(ref),
         )
         return result
+
+    def _credentials(self, obj: Mapping[str, Any]) -> AbstractContextManager[dict[str, str]]:
+        """How the run reaches the API: through the proxy (owner injection, dependent
+        watches), or, without one, with the operator's own environment."""
+        if self.proxy is None:
+            return nullcontext({})
+        return self.proxy.run_env(owner_of(obj))
 
     def _playbook(self, private: Path, finalizing: bool) -> Path:
         """The playbook of a run: the watch's (or finalizer's), or one that runs its role."""

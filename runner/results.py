@@ -8,10 +8,11 @@ messages go into the `Failure` condition, the stats into `ansibleResult`, and a 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from .durations import parse_period
 
 REQUEUE_ACTIONS = frozenset(
     {"requeue_after", "operator_sdk.util.requeue_after", "runner.requeue_after"}
@@ -25,26 +26,6 @@ TASK_EVENTS = frozenset(
         "runner_item_on_failed",
     }
 )
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go duration (`30s`, `1m30s`, `1h`, `500ms`, `0`); ValueError otherwise."""
-    text = text.strip()
-    if text in ("0", ""):
-        if text == "":
-            raise ValueError("empty duration")
-        return 0.0
-    pos, total = 0, 0.0
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or pos == 0:
-        raise ValueError(f"invalid duration {text!r} (use Go syntax such as 30s, 5m, 1h30m)")
-    return total
 
 
 @dataclass
@@ -110,4 +91,4 @@ def apply_event(summary: RunSummary, event: Mapping[str, Any]) -> None:
         if isinstance(period, (int, float)):
             summary.requeue_after = float(period)
         elif isinstance(period, str):
-            summary.requeue_after = parse_duration(period)
+            summary.requeue_after = parse_period(period, "requeue_after period")

@@ -67,6 +67,9 @@ def operator(
         "--log-format=json",
         f"--artifacts-dir={artifacts}",
         "--max-concurrent-reconciles=4",
+        # no fixed ports in tests (operators may run side by side); `args` may override these
+        "--metrics-bind-address=0",
+        "--health-probe-bind-address=0",
         *args,
     ]
     with log_path.open("wb") as log:
@@ -115,11 +118,24 @@ def crd(group: str, kind: str, *, status_subresource: bool = True) -> dict[str, 
 def install_crd(api: client.ApiClient, definition: dict[str, Any]) -> None:
     ext = client.ApiextensionsV1Api(api)
     name = definition["metadata"]["name"]
+
+    def gone() -> bool:
+        try:
+            ext.read_custom_resource_definition(name)
+        except client.exceptions.ApiException as err:
+            if err.status == 404:
+                return True
+            raise
+        return False
+
     try:
         ext.create_custom_resource_definition(definition)
     except client.exceptions.ApiException as err:
         if err.status != 409:
             raise
+        if ext.read_custom_resource_definition(name).metadata.deletion_timestamp:
+            wait_for(gone, timeout=60, what=f"the old CRD {name} to be deleted")
+            ext.create_custom_resource_definition(definition)
 
     def established() -> bool:
         crd_now = ext.read_custom_resource_definition(name)

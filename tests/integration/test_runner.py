@@ -112,8 +112,12 @@ class Env:
         return list(items)
 
 
-@pytest.fixture(scope="module")
-def env(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+@pytest.fixture(scope="module", params=["warm", "plain"])
+def env(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Env]:
+    """The operator, once with the warm executor and once with plain ansible-runner runs:
+    both paths must pass the same tests."""
     namespace = f"rt-{uuid.uuid4().hex[:8]}"
     tmp = tmp_path_factory.mktemp("runner")
     with cluster.api_client() as api:
@@ -122,7 +126,9 @@ def env(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         _delete_crd(api, "lates." + GROUP)
         cluster.kubectl("create", "namespace", namespace)
         try:
-            with operator(cluster, tmp, namespaces=[namespace]) as op:
+            with operator(
+                cluster, tmp, namespaces=[namespace], args=(f"--executor={request.param}",)
+            ) as op:
                 yield Env(cluster, api, namespace, op)
         finally:
             _cleanup(cluster, api, namespace)
@@ -245,7 +251,14 @@ def test_finalizer_runs_on_delete(env: Env) -> None:
     assert env.config_map("fin-marker") == {"state": "present"}
     env.delete("Finalized", "fin")
     wait_for(lambda: env.get("Finalized", "fin") is None, timeout=60, what="CR gone")
-    assert env.config_map("fin-finalized") is not None
+    trace = env.core.read_namespaced_config_map(f"{env.ns}-fin-finalized", "default")
+    env.core.delete_namespaced_config_map(f"{env.ns}-fin-finalized", "default")
+    # written across namespaces: the primary-resource annotations, not an ownerReference
+    assert trace.metadata.annotations["operator-sdk/primary-resource"] == f"{env.ns}/fin"
+    assert trace.metadata.annotations["operator-sdk/primary-resource-type"] == (
+        "Finalized.test.operator-runner.dev"
+    )
+    assert not trace.metadata.owner_references
 
 
 def test_failing_finalizer_keeps_the_cr_until_it_succeeds(env: Env) -> None:

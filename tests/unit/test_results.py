@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from runner.results import parse_duration, summarize
+from runner.durations import parse_period
+from runner.results import summarize
 
 
 def stats(failures: int = 0, ok: int = 2) -> dict[str, Any]:
@@ -32,13 +33,13 @@ def failed(task: str, **res: Any) -> dict[str, Any]:
     ],
 )
 def test_go_durations(text: str, seconds: float) -> None:
-    assert parse_duration(text) == pytest.approx(seconds)
+    assert parse_period(text, "x") == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("text", ["", "abc", "10", "5 m", "1x", "m5", "-5s"])
 def test_bad_durations(text: str) -> None:
     with pytest.raises(ValueError):
-        parse_duration(text)
+        parse_period(text, "x")
 
 
 def test_success_has_stats_and_no_failures() -> None:

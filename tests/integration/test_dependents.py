@@ -1,0 +1,254 @@
+"""Dependent resources: owner references through the proxy, dependent watches, GC."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from .conftest import Cluster
+from .operator import PROJECT, RunningOperator, condition, crd, install_crd, operator
+from .waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+GROUP = "dep.operator-runner.dev"
+
+
+class Env:
+    def __init__(self, api: client.ApiClient, ns: str, other: str, op: RunningOperator) -> None:
+        self.api, self.ns, self.other, self.op = api, ns, other, op
+        self.custom = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+        self.apps = client.AppsV1Api(api)
+
+    def create(self, kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        body = {"apiVersion": f"{GROUP}/v1", "kind": kind, "metadata": {"name": name}, "spec": spec}
+        obj: dict[str, Any] = self.custom.create_namespaced_custom_object(
+            GROUP, "v1", self.ns, kind.lower() + "s", body
+        )
+        return obj
+
+    def get(self, kind: str, name: str) -> dict[str, Any]:
+        obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
+            GROUP, "v1", self.ns, kind.lower() + "s", name
+        )
+        return obj
+
+    def successful(self, kind: str, name: str) -> dict[str, Any]:
+        def probe() -> dict[str, Any] | None:
+            obj = self.get(kind, name)
+            cond = condition(obj, "Successful")
+            return obj if cond and cond["status"] == "True" else None
+
+        try:
+            return wait_for(probe, timeout=90, what=f"{kind} {name} Successful")
+        except AssertionError:
+            print(self.op.log_text()[-3000:])
+            raise
+
+    def runs(self, name: str) -> int:
+        return sum(
+            1
+            for line in self.op.log_lines()
+            if line.get("name") == name and str(line.get("msg", "")).startswith("ran ")
+        )
+
+    def config_map(self, name: str, namespace: str | None = None) -> client.V1ConfigMap | None:
+        try:
+            return self.core.read_namespaced_config_map(name, namespace or self.ns)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+
+@pytest.fixture(scope="module")
+def env(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    ns, other = f"dep-{uuid.uuid4().hex[:8]}", f"far-{uuid.uuid4().hex[:8]}"
+    tmp = tmp_path_factory.mktemp("dependents")
+    with cluster.api_client() as api:
+        for kind in ("Owner", "Secretive"):
+            install_crd(api, crd(GROUP, kind))
+        for name in (ns, other):
+            cluster.kubectl("create", "namespace", name)
+        try:
+            with operator(
+                cluster, tmp, watches=PROJECT / "watches-dependents.yaml", namespaces=[ns]
+            ) as op:
+                yield Env(api, ns, other, op)
+        finally:
+            for name in (ns, other):
+                cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+            for kind in ("Owner", "Secretive"):
+                cluster.kubectl(
+                    "delete", "crd", f"{kind.lower()}s.{GROUP}", "--wait=false", check=False
+                )
+
+
+def _refs(meta: Any) -> list[tuple[str, str, bool]]:
+    return [(r.kind, r.name, bool(r.controller)) for r in meta.owner_references or []]
+
+
+def test_created_and_updated_objects_are_owned(env: Env) -> None:
+    env.core.create_namespaced_config_map(
+        env.ns, {"metadata": {"name": "own-pre"}, "data": {"before": "1"}}
+    )
+    env.create("Owner", "own", {"updatePre": True})
+    cr = env.successful("Owner", "own")
+    uid = cr["metadata"]["uid"]
+    cm = env.config_map("own-cm")
+    dep = env.apps.read_namespaced_deployment("own-dep", env.ns)
+    pre = env.config_map("own-pre")
+    for meta in (cm.metadata, dep.metadata, pre.metadata):  # type: ignore[union-attr]
+        assert _refs(meta) == [("Owner", "own", True)], meta.name
+        assert meta.owner_references[0].uid == uid
+        assert meta.owner_references[0].block_owner_deletion is True
+    assert pre.data == {"before": "1", "touched": "yes"}  # type: ignore[union-attr]
+
+
+def test_deleted_or_scaled_dependents_are_put_back(env: Env) -> None:
+    env.create("Owner", "heal", {"replicas": 2})
+    env.successful("Owner", "heal")
+    start = time.monotonic()
+    env.core.delete_namespaced_config_map("heal-cm", env.ns)
+    wait_for(
+        lambda: env.config_map("heal-cm"),
+        timeout=5,
+        what="the ConfigMap to come back",
+        interval=0.05,
+    )
+    deleted_latency = time.monotonic() - start
+
+    start = time.monotonic()
+    env.apps.patch_namespaced_deployment_scale("heal-dep", env.ns, {"spec": {"replicas": 7}})
+    wait_for(
+        lambda: env.apps.read_namespaced_deployment("heal-dep", env.ns).spec.replicas == 2,
+        timeout=5,
+        what="the Deployment scaled back to 2",
+        interval=0.05,
+    )
+    scaled_latency = time.monotonic() - start
+    print(
+        f"\nrevert latency: deleted ConfigMap {deleted_latency:.2f} s, "
+        f"scaled Deployment {scaled_latency:.2f} s"
+    )
+
+
+def test_status_only_change_of_a_dependent_does_not_reconcile(env: Env) -> None:
+    env.create("Owner", "quiet", {})
+    env.successful("Owner", "quiet")
+    wait_for(
+        lambda: env.apps.read_namespaced_deployment("quiet-dep", env.ns).status.ready_replicas,
+        timeout=60,
+        what="the Deployment to be ready",
+    )
+
+    def changes() -> list[str]:
+        return [
+            str(line["msg"])
+            for line in env.op.log_lines()
+            if str(line.get("msg", "")).startswith("dependent Deployment")
+            and "quiet-dep" in str(line["msg"])
+        ]
+
+    before = len(changes())
+    env.apps.patch_namespaced_deployment_status(
+        "quiet-dep", env.ns, {"status": {"conditions": [{"type": "Custom", "status": "True"}]}}
+    )
+    # A label change on the same object comes after the status change on the same watch
+    # stream: once it is seen, the status change has been judged too.
+    env.apps.patch_namespaced_deployment(
+        "quiet-dep", env.ns, {"metadata": {"labels": {"poke": "1"}}}
+    )
+    wait_for(lambda: len(changes()) > before, timeout=10, what="the label change to be seen")
+    assert len(changes()) == before + 1, changes()
+    wait_for(lambda: _run_finished(env, "quiet"), timeout=30, what="the run to finish")
+
+
+def _run_finished(env: Env, name: str) -> bool:
+    running = condition(env.get("Owner", name), "Running")
+    return bool(running and running["status"] == "False")
+
+
+def test_cross_namespace_object_gets_annotations_and_triggers(env: Env) -> None:
+    env.create("Owner", "far", {"otherNamespace": env.other, "value": "one"})
+    env.successful("Owner", "far")
+    name = f"{env.ns}-far-far"
+    far = env.config_map(name, env.other)
+    assert far is not None and not far.metadata.owner_references
+    assert far.metadata.annotations["operator-sdk/primary-resource"] == f"{env.ns}/far"
+    assert far.metadata.annotations["operator-sdk/primary-resource-type"] == f"Owner.{GROUP}"
+    env.core.patch_namespaced_config_map(name, env.other, {"data": {"value": "changed"}})
+    wait_for(
+        lambda: env.config_map(name, env.other).data["value"] == "one",  # type: ignore[union-attr]
+        timeout=10,
+        what="the owner's reconcile to restore the far ConfigMap",
+    )
+
+
+def test_blacklisted_kind_is_not_watched(env: Env) -> None:
+    env.create("Secretive", "sec", {})
+    env.successful("Secretive", "sec")
+    secret = env.core.read_namespaced_secret("sec-secret", env.ns)
+    assert _refs(secret.metadata) == [("Secretive", "sec", True)]  # still owned
+    watched = [
+        line["msg"]
+        for line in env.op.log_lines()
+        if str(line.get("msg", "")).startswith("watching dependent")
+    ]
+    assert watched, "other kinds are watched"
+    assert not [m for m in watched if "/secrets" in m], watched
+
+
+def test_deleting_the_cr_garbage_collects_namespaced_dependents(env: Env) -> None:
+    env.create("Owner", "gone", {})
+    env.successful("Owner", "gone")
+    env.custom.delete_namespaced_custom_object(GROUP, "v1", env.ns, "owners", "gone")
+    wait_for(
+        lambda: (
+            env.config_map("gone-cm") is None
+            and not env.apps.list_namespaced_deployment(
+                env.ns, field_selector="metadata.name=gone-dep"
+            ).items
+        ),
+        timeout=60,
+        what="the garbage collector to remove the CR's ConfigMap and Deployment",
+    )
+
+
+def _secrets_of(kubeconfig: Path) -> list[str]:
+    """Distinctive lines of the kubeconfig's key, certificate and token (inline or in files)."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    found: list[str] = []
+    for user in config.get("users") or []:
+        auth = user.get("user") or {}
+        for key in ("client-key", "client-certificate"):
+            if auth.get(key):
+                found += Path(auth[key]).read_text().splitlines()[1:3]
+        for key in ("client-key-data", "client-certificate-data", "token"):
+            if auth.get(key):
+                found.append(str(auth[key])[:60])
+    return [f for f in found if len(f) > 20]
+
+
+def test_no_credentials_in_artifacts(env: Env, cluster: Cluster) -> None:
+    env.create("Owner", "secret-free", {})
+    env.successful("Owner", "secret-free")
+    needles = _secrets_of(cluster.kubeconfig)
+    assert needles, "the operator's kubeconfig has credentials to look for"
+    hits = subprocess.run(
+        ["grep", "-rlF", *[f"-e{n}" for n in needles], str(env.op.artifacts)],
+        capture_output=True,
+        text=True,
+    )
+    assert hits.returncode == 1 and hits.stdout == "", f"credentials found in: {hits.stdout}"
+    assert list(Path(env.op.artifacts).rglob("job_events")), "the artifacts were searched"

@@ -1,0 +1,164 @@
+"""Shutdown and outages: SIGTERM lets runs finish (bounded), an API outage is survived."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from .conftest import CLUSTER_SH, Cluster
+from .operator import PROJECT, RunningOperator, condition, crd, install_crd, operator
+from .waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+GROUP = "slow.operator-runner.dev"
+WATCHES = PROJECT / "watches-slow.yaml"
+
+
+def _create(api: client.ApiClient, ns: str, name: str, spec: dict[str, Any]) -> None:
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        GROUP,
+        "v1",
+        ns,
+        "slows",
+        {"apiVersion": f"{GROUP}/v1", "kind": "Slow", "metadata": {"name": name}, "spec": spec},
+    )
+
+
+def _get(api: client.ApiClient, ns: str, name: str) -> dict[str, Any]:
+    obj: dict[str, Any] = client.CustomObjectsApi(api).get_namespaced_custom_object(
+        GROUP, "v1", ns, "slows", name
+    )
+    return obj
+
+
+def _successful(api: client.ApiClient, ns: str, name: str, generation: int = 1) -> bool:
+    cond = condition(_get(api, ns, name), "Successful")
+    return bool(cond and cond["status"] == "True" and cond["observedGeneration"] == generation)
+
+
+def _started(op: RunningOperator, name: str) -> bool:
+    return any(
+        line.get("name") == name and line.get("msg") == "task ok: Begin" for line in op.log_lines()
+    )
+
+
+@pytest.fixture
+def namespace(cluster: Cluster) -> Iterator[str]:
+    ns = f"res-{uuid.uuid4().hex[:8]}"
+    with cluster.api_client() as api:
+        install_crd(api, crd(GROUP, "Slow"))
+    cluster.kubectl("create", "namespace", ns)
+    yield ns
+    cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def test_sigterm_lets_a_running_reconcile_finish(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    with (
+        cluster.api_client() as api,
+        operator(cluster, tmp_path, watches=WATCHES, namespaces=[namespace]) as op,
+    ):
+        _create(api, namespace, "finish-me", {"seconds": 4})
+        wait_for(lambda: _started(op, "finish-me"), timeout=60, what="the run to start")
+        start = time.monotonic()
+        assert op.stop(timeout=60) == 0
+        took = time.monotonic() - start
+        assert _successful(api, namespace, "finish-me"), "the run finished and wrote its status"
+        assert 1 < took < 30, took
+
+
+def test_sigterm_is_bounded_by_the_grace_period(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    with (
+        cluster.api_client() as api,
+        operator(
+            cluster,
+            tmp_path,
+            watches=WATCHES,
+            namespaces=[namespace],
+            args=("--graceful-shutdown-timeout=2s",),
+        ) as op,
+    ):
+        _create(api, namespace, "too-slow", {"seconds": 120})
+        wait_for(lambda: _started(op, "too-slow"), timeout=60, what="the run to start")
+        start = time.monotonic()
+        assert op.stop(timeout=60) == 0
+        assert time.monotonic() - start < 20
+        assert not _successful(api, namespace, "too-slow")
+
+
+def test_api_server_outage_is_survived(tmp_path: Path) -> None:
+    """On a cluster of its own: stop the control plane under the operator, start it again."""
+    name = f"outage-{uuid.uuid4().hex[:6]}"
+    bin_dir = Path(
+        subprocess.run([str(CLUSTER_SH), "bin-dir"], check=True, capture_output=True, text=True)
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "KWOK_WORKDIR": str(
+            Path(
+                subprocess.run(
+                    [str(CLUSTER_SH), "kubeconfig", name],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout.strip()
+            ).parents[2]
+        ),
+    }
+    try:
+        subprocess.run([str(CLUSTER_SH), "up", name], check=True)
+        kubeconfig = Path(
+            subprocess.run(
+                [str(CLUSTER_SH), "kubeconfig", name], check=True, capture_output=True, text=True
+            ).stdout.strip()
+        )
+        own = Cluster(name=name, kubeconfig=kubeconfig, bin_dir=bin_dir)
+        with own.api_client() as api:
+            install_crd(api, crd(GROUP, "Slow"))
+        with operator(own, tmp_path, watches=WATCHES) as op:
+            with own.api_client() as api:
+                _create(api, "default", "survivor", {"seconds": 0})
+                wait_for(
+                    lambda: _successful(api, "default", "survivor"),
+                    timeout=90,
+                    what="the first reconcile",
+                )
+            subprocess.run(["kwokctl", "--name", name, "stop", "cluster"], check=True, env=env)
+            wait_for(
+                lambda: own.kubectl("get", "--raw", "/readyz", check=False) == "",
+                timeout=30,
+                what="the API server to be down",
+            )
+            subprocess.run(["kwokctl", "--name", name, "start", "cluster"], check=True, env=env)
+            wait_for(
+                lambda: own.kubectl("get", "--raw", "/readyz", check=False) == "ok",
+                timeout=60,
+                what="the API server to be back",
+            )
+            with own.api_client() as api:
+                client.CustomObjectsApi(api).patch_namespaced_custom_object(
+                    GROUP, "v1", "default", "slows", "survivor", {"spec": {"seconds": 1}}
+                )
+                wait_for(
+                    lambda: _successful(api, "default", "survivor", generation=2),
+                    timeout=120,
+                    what="a reconcile after the outage",
+                )
+            assert op.proc.poll() is None, "the operator kept running through the outage"
+    finally:
+        subprocess.run([str(CLUSTER_SH), "down", name], check=False)

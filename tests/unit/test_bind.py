@@ -1,0 +1,81 @@
+"""Bind addresses of --metrics-bind-address and --health-probe-bind-address."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.bind import BindAddress, BindAddressError, parse_bind_address
+from runner.cli import build_parser
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (":8080", BindAddress(None, 8080)),
+        ("127.0.0.1:9090", BindAddress("127.0.0.1", 9090)),
+        ("localhost:6789", BindAddress("localhost", 6789)),
+        ("0.0.0.0:0", BindAddress("0.0.0.0", 0)),
+        ("[::1]:8443", BindAddress("::1", 8443)),
+        ("[::]:80", BindAddress("::", 80)),
+        (" :8080 ", BindAddress(None, 8080)),
+    ],
+)
+def test_addresses(text: str, expected: BindAddress) -> None:
+    assert parse_bind_address(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0", "", "  "])
+def test_zero_or_empty_switches_the_endpoint_off(text: str) -> None:
+    assert parse_bind_address(text) is None
+
+
+@pytest.mark.parametrize(
+    "text", ["8080", "localhost", ":http", ":65536", ":-1", "::1:8080", "[::1:8080", "[]:80", ":"]
+)
+def test_bad_addresses(text: str) -> None:
+    with pytest.raises(BindAddressError):
+        parse_bind_address(text)
+
+
+def test_str_round_trips() -> None:
+    for text in (":8080", "127.0.0.1:1", "[::1]:8443"):
+        address = parse_bind_address(text)
+        assert address is not None
+        assert str(address) == text
+
+
+def test_cli_defaults_are_operator_sdk_s() -> None:
+    args = build_parser().parse_args(["run"])
+    assert args.metrics_bind_address == ":8080"
+    assert args.health_probe_bind_address == ":6789"
+    assert args.leader_elect is False
+    assert args.leader_election_id is None
+    assert args.leader_election_namespace is None
+    assert (args.leader_elect_lease_duration, args.leader_elect_renew_deadline) == (15.0, 10.0)
+    assert args.leader_elect_retry_period == 2.0
+
+
+def test_cli_flags() -> None:
+    args = build_parser().parse_args(
+        [
+            "run",
+            "--metrics-bind-address=0",
+            "--health-probe-bind-address=127.0.0.1:7000",
+            "--leader-elect",
+            "--leader-election-id=my-operator",
+            "--leader-election-namespace=ops",
+            "--leader-elect-lease-duration=30s",
+        ]
+    )
+    assert args.metrics_bind_address == "0"
+    assert args.health_probe_bind_address == "127.0.0.1:7000"
+    assert args.leader_elect is True
+    assert (args.leader_election_id, args.leader_election_namespace) == ("my-operator", "ops")
+    assert args.leader_elect_lease_duration == 30.0
+    assert build_parser().parse_args(["run", "--leader-elect=false"]).leader_elect is False
+
+
+def test_cli_rejects_a_bad_address(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--metrics-bind-address=8080"])
+    assert "has no port" in capsys.readouterr().err

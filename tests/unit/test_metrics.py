@@ -1,0 +1,231 @@
+"""Metrics: what the controllers report, what a scrape shows, and the health probes."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client import generate_latest
+
+from runner.controller import Controller
+from runner.health import Health
+from runner.metrics import PrometheusMetrics, Result, WorkerStats, gvk_label
+from runner.queue import WorkQueue
+from runner.reconcile import Outcome, Reconciler
+from runner.resources import ObjectRef, Resource
+from runner.watches import GVK
+
+
+def scrape(metrics: PrometheusMetrics) -> str:
+    return generate_latest(metrics.registry).decode()
+
+
+def value(text: str, series: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{series} not in:\n{text}")
+
+
+def test_reconcile_counters_histograms_and_operator_sdk_names() -> None:
+    m = PrometheusMetrics(process_metrics=False)
+    m.observe_reconcile("Echo", "swallowlab.com", "v1", "success", 2.5, 0)
+    m.observe_reconcile("Echo", "swallowlab.com", "v1", "failure", 1.0, 2)
+    m.observe_reconcile("Echo", "swallowlab.com", "v1", "error", 0.1, 0)
+    text = scrape(m)
+    labels = 'group="swallowlab.com",kind="Echo"'
+    assert value(text, f'operator_runner_reconciles_total{{{labels},result="success"}}') == 1
+    assert value(text, f'operator_runner_reconciles_total{{{labels},result="failure"}}') == 1
+    assert value(text, f'operator_runner_reconciles_total{{{labels},result="error"}}') == 1
+    assert value(text, f"operator_runner_failed_tasks_total{{{labels}}}") == 2
+    assert value(text, f"operator_runner_reconcile_duration_seconds_count{{{labels}}}") == 3
+    assert value(text, f"operator_runner_reconcile_duration_seconds_sum{{{labels}}}") == 3.6
+    gvk = "swallowlab.com/v1, Kind=Echo"
+    assert gvk_label("swallowlab.com", "v1", "Echo") == gvk
+    assert value(text, f'ansible_operator_reconcile_result{{GVK="{gvk}",result="succeeded"}}') == 1
+    assert value(text, f'ansible_operator_reconcile_result{{GVK="{gvk}",result="failed"}}') == 2
+    assert value(text, f'ansible_operator_reconciles_count{{GVK="{gvk}"}}') == 3
+    build = [line for line in text.splitlines() if line.startswith("operator_runner_build_info{")]
+    assert len(build) == 1 and build[0].endswith(" 1.0")
+    for key in ("version", "python", "ansible_core", "ansible_runner", "kopf"):
+        assert f'{key}="' in build[0]
+
+
+def test_controller_gauges_are_read_at_scrape_time_and_series_start_at_zero() -> None:
+    m = PrometheusMetrics(process_metrics=False)
+    stats = WorkerStats(queue_depth=3, queue_scheduled=7, busy_workers=1, workers=4)
+    m.track("Echo", "swallowlab.com", lambda: stats)
+    text = scrape(m)
+    labels = 'group="swallowlab.com",kind="Echo"'
+    assert value(text, f"operator_runner_queue_depth{{{labels}}}") == 3
+    assert value(text, f"operator_runner_queue_scheduled{{{labels}}}") == 7
+    assert value(text, f"operator_runner_busy_workers{{{labels}}}") == 1
+    assert value(text, f"operator_runner_workers{{{labels}}}") == 4
+    assert value(text, f'operator_runner_reconciles_total{{{labels},result="error"}}') == 0
+    stats = WorkerStats(queue_depth=0, queue_scheduled=0, busy_workers=0, workers=4)
+    assert value(scrape(m), f"operator_runner_queue_depth{{{labels}}}") == 0
+
+
+def test_leader_gauge() -> None:
+    m = PrometheusMetrics(process_metrics=False)
+    m.set_leader("my-operator", True)
+    assert value(scrape(m), 'leader_election_master_status{name="my-operator"}') == 1
+    m.set_leader("my-operator", False)
+    assert value(scrape(m), 'leader_election_master_status{name="my-operator"}') == 0
+
+
+def test_process_metrics_are_included() -> None:
+    assert "process_cpu_seconds_total" in scrape(PrometheusMetrics())
+
+
+def test_queue_depth_counts_due_keys_only() -> None:
+    now = [100.0]
+    q: WorkQueue[str] = WorkQueue(lambda: now[0])
+    q.add("due")
+    q.add("later", delay=60)
+    assert (q.due(), len(q)) == (1, 2)
+    now[0] += 60
+    assert q.due() == 2
+
+
+# --- the controller reports every reconcile --------------------------------------------------
+
+
+@dataclass
+class Observed:
+    calls: list[tuple[str, str, str, Result, float, int]] = field(default_factory=list)
+
+    def observe_reconcile(
+        self, kind: str, group: str, version: str, result: Result, seconds: float, failed_tasks: int
+    ) -> None:
+        self.calls.append((kind, group, version, result, seconds, failed_tasks))
+
+
+@dataclass
+class FakeReconciler:
+    outcomes: list[Outcome | Exception]
+    watch: Any = field(
+        default_factory=lambda: type("W", (), {"gvk": GVK("example.com", "v1", "Thing")})()
+    )
+
+    async def reconcile(self, ref: ObjectRef) -> Outcome:
+        await asyncio.sleep(0.01)
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+
+def test_controller_reports_result_duration_and_failed_tasks() -> None:
+    async def go() -> list[tuple[str, str, str, Result, float, int]]:
+        observed = Observed()
+        reconciler = FakeReconciler(
+            [
+                Outcome(),
+                Outcome(failed=True, failed_tasks=2),
+                Outcome(failed=True, errored=True),
+                RuntimeError("boom"),
+            ]
+        )
+        controller = Controller(cast(Reconciler, reconciler), 1, metrics=observed)
+        controller.start()
+        resource = Resource("example.com", "v1", "things", "Thing", True)
+        for i in range(4):
+            controller.enqueue(ObjectRef(resource, "ns", f"t{i}"))
+        for _ in range(200):
+            if len(observed.calls) == 4:
+                break
+            await asyncio.sleep(0.01)
+        await controller.stop(1)
+        return observed.calls
+
+    calls = asyncio.run(go())
+    assert [(c[3], c[5]) for c in calls] == [
+        ("success", 0),
+        ("failure", 2),
+        ("error", 0),
+        ("error", 0),
+    ]
+    assert all(c[:3] == ("Thing", "example.com", "v1") for c in calls)
+    assert all(c[4] >= 0.01 for c in calls), "the duration covers the reconcile"
+
+
+def test_controller_without_metrics_needs_nothing() -> None:
+    controller = Controller(cast(Reconciler, FakeReconciler([])), 1)
+    controller._observe(Outcome(), 0.1)
+
+
+# --- health probes ---------------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_readiness_without_leader_election() -> None:
+    async def go() -> None:
+        health = Health()
+        assert health.readiness() == (False, "starting")
+        health.leading()
+        assert health.readiness() == (False, "starting the watches")
+        health.kopf_ready.set()
+        assert health.readiness() == (True, "ok")
+        health.stopping()
+        assert health.readiness() == (False, "stopping")
+
+    asyncio.run(go())
+
+
+def test_readiness_of_a_standby_and_of_a_lost_leader() -> None:
+    async def go() -> None:
+        clock = Clock()
+        health = Health(stale_after=15, clock=clock)
+        health.standby("Lease ops/op is held by b")
+        assert health.readiness() == (True, "standby: Lease ops/op is held by b")
+        clock.now += 16
+        ready, detail = health.readiness()
+        assert not ready and "could not be read for 16 s" in detail
+        health.standby("Lease ops/op is held by b")
+        assert health.readiness()[0]
+        health.leading()
+        health.kopf_ready.set()
+        assert health.readiness()[0]
+        health.lost()
+        health.stopping()  # a lost leader stays lost
+        assert health.readiness() == (False, "leader election lost: exiting")
+
+    asyncio.run(go())
+
+
+def test_probe_endpoints() -> None:
+    async def go() -> None:
+        health = Health()
+        async with TestClient(TestServer(health.app())) as client:
+            response = await client.get("/healthz")
+            assert response.status == 200 and (await response.text()) == "ok\n"
+            response = await client.get("/readyz")
+            assert response.status == 503 and "starting" in await response.text()
+            health.leading()
+            health.kopf_ready.set()
+            response = await client.get("/readyz")
+            assert response.status == 200
+
+    asyncio.run(go())
+
+
+def test_metrics_endpoint() -> None:
+    async def go() -> None:
+        m = PrometheusMetrics(process_metrics=False)
+        m.observe_reconcile("Echo", "swallowlab.com", "v1", "success", 1.0, 0)
+        async with TestClient(TestServer(m.app())) as client:
+            response = await client.get("/metrics")
+            assert response.status == 200
+            assert "operator_runner_reconciles_total" in await response.text()
+
+    asyncio.run(go())

@@ -1,0 +1,55 @@
+"""The proxy's front door: loopback only, run tokens only."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from unittest import mock
+
+from aiohttp.test_utils import make_mocked_request
+
+from runner.ownership import Owner
+from runner.proxy import Proxy
+
+OWNER = Owner("app.my.domain/v1", "Echo", "e", "ns", "uid")
+
+
+def _request(remote: str, token: str | None = None) -> Any:
+    transport = mock.Mock()
+    transport.get_extra_info.side_effect = lambda key, default=None: (
+        (remote, 5555) if key == "peername" else default
+    )
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return make_mocked_request(
+        "GET", "/api/v1/namespaces/ns/pods", headers=headers, transport=transport
+    )
+
+
+def test_non_loopback_clients_are_refused_even_with_a_valid_token() -> None:
+    proxy = Proxy(upstream=None, inject=True)  # type: ignore[arg-type]
+    token = proxy.register(OWNER)
+    response = asyncio.run(proxy.handle(_request("10.1.2.3", token)))
+    assert response.status == 403
+
+
+def test_unknown_and_expired_tokens_are_refused() -> None:
+    proxy = Proxy(upstream=None, inject=True)  # type: ignore[arg-type]
+    assert asyncio.run(proxy.handle(_request("127.0.0.1"))).status == 401
+    assert asyncio.run(proxy.handle(_request("127.0.0.1", "made-up"))).status == 401
+    token = proxy.register(OWNER)
+    proxy.unregister(token)
+    assert asyncio.run(proxy.handle(_request("127.0.0.1", token))).status == 401
+
+
+def test_run_env_kubeconfig_is_private_and_removed() -> None:
+    proxy = Proxy(upstream=None, inject=True)  # type: ignore[arg-type]
+    proxy.url = "http://127.0.0.1:1"
+    with proxy.run_env(OWNER) as env:
+        path = env["KUBECONFIG"]
+        import os
+        import stat
+
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert len(proxy._owners) == 1
+    assert not os.path.exists(path)
+    assert proxy._owners == {}
