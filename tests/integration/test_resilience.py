@@ -162,3 +162,29 @@ def test_api_server_outage_is_survived(tmp_path: Path) -> None:
             assert op.proc.poll() is None, "the operator kept running through the outage"
     finally:
         subprocess.run([str(CLUSTER_SH), "down", name], check=False)
+
+
+def test_a_slow_cr_does_not_hold_up_the_others(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    with (
+        cluster.api_client() as api,
+        operator(
+            cluster,
+            tmp_path,
+            watches=WATCHES,
+            namespaces=[namespace],
+            args=("--max-concurrent-reconciles=2", "--graceful-shutdown-timeout=1s"),
+        ) as op,
+    ):
+        _create(api, namespace, "slowpoke", {"seconds": 300})
+        wait_for(lambda: _started(op, "slowpoke"), timeout=60, what="the slow run to start")
+        for i in range(4):
+            _create(api, namespace, f"quick-{i}", {"seconds": 0})
+        for i in range(4):
+            wait_for(
+                lambda i=i: _successful(api, namespace, f"quick-{i}"),
+                timeout=90,
+                what=f"quick-{i} to converge beside the slow one",
+            )
+        assert not _successful(api, namespace, "slowpoke"), "the slow run is still going"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -355,3 +356,29 @@ def _create_late(env: Env) -> bool:
         if err.status == 404:  # discovery of the new CRD is not served yet
             return False
         raise
+
+
+def test_reconcile_period_and_verbosity_annotations(env: Env) -> None:
+    env.create(
+        "Basic",
+        "periodic",
+        {"message": "tick"},
+        annotations={
+            "ansible.sdk.operatorframework.io/reconcile-period": "1s",
+            "ansible.sdk.operatorframework.io/verbosity": "3",
+        },
+    )
+
+    def runs() -> int:
+        return sum(
+            1
+            for line in env.op.log_lines()
+            if line.get("name") == "periodic" and str(line.get("msg", "")).startswith("ran ")
+        )
+
+    wait_for(lambda: runs() >= 3, timeout=60, what="3 periodic runs of an unchanged CR")
+    commands = list(
+        _artifact_dir(env.op.artifacts, "Basic", env.ns, "periodic").glob("artifacts/*/command")
+    )
+    assert commands
+    assert "-vvv" in json.loads(commands[0].read_text())["command"]
