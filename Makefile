@@ -12,6 +12,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 CLUSTER_NAME ?= operator-runner
 export CLUSTER_NAME
+# kubectl: the local cluster's (hack/cluster.sh bin-dir) when built, else the one on PATH.
+KUBECTL ?= hack/kubectl.sh
+# molecule finds ansible-playbook & co on PATH.
+MOLECULE := env PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/molecule
 
 ##@ General
 
@@ -50,8 +54,46 @@ unit: venv ## Unit tests only (no cluster).
 	$(BIN)/pytest tests/unit -q
 
 .PHONY: test
-test: venv lint ## Lint, unit tests, and integration tests on a throwaway local cluster (or $$OPERATOR_RUNNER_KUBECONFIG).
+test: venv lint ## Lint, unit tests, integration tests and molecule on throwaway local clusters (or $$OPERATOR_RUNNER_KUBECONFIG).
 	$(BIN)/pytest tests -q -ra
+	$(MAKE) --no-print-directory molecule-syntax
+	hack/with-cluster.sh $(MOLECULE) test -s default
+
+.PHONY: molecule
+molecule: venv ## Molecule scenario `default` on the local cluster (or $$OPERATOR_RUNNER_KUBECONFIG).
+	@if [ -n "$${OPERATOR_RUNNER_KUBECONFIG:-}" ]; then \
+	  kubeconfig=$$OPERATOR_RUNNER_KUBECONFIG; \
+	else \
+	  hack/cluster.sh up $(CLUSTER_NAME); kubeconfig=$$(hack/cluster.sh kubeconfig $(CLUSTER_NAME)); \
+	fi; \
+	echo "KUBECONFIG=$$kubeconfig $(MOLECULE) test -s default"; \
+	KUBECONFIG=$$kubeconfig $(MOLECULE) test -s default
+
+.PHONY: molecule-syntax
+molecule-syntax: venv ## Syntax check of every molecule playbook (scenario `kind` needs Docker to run).
+	$(MOLECULE) syntax -s kind
+	env PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-playbook --syntax-check -i localhost, \
+	  molecule/*/create.yml molecule/*/converge.yml molecule/*/destroy.yml \
+	  molecule/shared/verify.yml molecule/shared/cleanup.yml
+
+##@ Operators (Echo, EchoFlask) on the cluster of the current kubeconfig
+
+.PHONY: install
+install: ## Install the CRDs (crds/) into the cluster.
+	$(KUBECTL) apply -f crds/
+	$(KUBECTL) wait --for=condition=Established --timeout=60s -f crds/
+
+.PHONY: uninstall
+uninstall: ## Remove the CRDs from the cluster (and with them every Echo and EchoFlask).
+	$(KUBECTL) delete --ignore-not-found -f crds/
+
+.PHONY: samples
+samples: ## Apply the seeds' sample CRs (config/samples) to the current namespace.
+	$(KUBECTL) apply -k config/samples/
+
+.PHONY: run
+run: venv ## Run the operator (./watches.yaml) in the foreground; no cluster answering: the local one, with CRDs and samples.
+	@hack/run.sh $(RUN_ARGS)
 
 ##@ Local cluster
 
@@ -70,3 +112,12 @@ cluster-down: ## Delete the local cluster.
 .PHONY: kubeconfig
 kubeconfig: ## Print the path of the local cluster's kubeconfig.
 	@hack/cluster.sh kubeconfig $(CLUSTER_NAME)
+
+##@ Benchmarks
+
+BENCH_SCALE ?= small
+export BENCH_SCALE
+
+.PHONY: bench
+bench: venv ## Benchmark against operator-sdk's ansible-operator on an own cluster (BENCH_SCALE=small|medium|full, BENCH_ARGS=...); table + bench/results/*.json.
+	@bench/bench.sh
