@@ -80,7 +80,7 @@ up() {
 cluster '$name' is up: $NODES Nodes Ready, Kubernetes $KUBE_VERSION.
   export KUBECONFIG=$kubeconfig
   export PATH=$bin:\$PATH     # kubectl $KUBE_VERSION
-  make cluster-down            # removes it
+  hack/cluster.sh down $name   # removes it (make cluster-down for the default one)
 MSG
 }
 

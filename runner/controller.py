@@ -66,12 +66,16 @@ class Controller:
         """Reconcile `ref` (a dependent changed, a resync is due, ...)."""
         self.queue.add(ref, delay)
 
-    def enqueue_named(self, namespace: str, name: str) -> None:
-        """Reconcile the CR `namespace/name` of this watch (one of its dependents changed)."""
+    def enqueue_named(self, namespace: str, name: str) -> bool:
+        """Reconcile the CR `namespace/name` of this watch (one of its dependents changed);
+        False when no such CR is known (never seen, or deleted)."""
         if self.resource is None:
-            return  # no CR of this kind seen yet: nothing can depend on one
-        ns = namespace if self.resource.namespaced else None
-        self.queue.add(ObjectRef(self.resource, ns, name))
+            return False  # no CR of this kind seen yet: nothing can depend on one
+        ref = ObjectRef(self.resource, namespace if self.resource.namespaced else None, name)
+        if ref not in self._seen:
+            return False
+        self.queue.add(ref)
+        return True
 
     # -- workers ----------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from .ownership import Primary, RequestInfo, owners_of
 
 log = logging.getLogger("runner.dependents")
 
-Trigger = Callable[[Primary], None]
+Trigger = Callable[[Primary], bool]  # True when a watched primary was enqueued
 _VOLATILE_META = ("resourceVersion", "managedFields", "generation")
 
 
@@ -62,6 +62,7 @@ class DependentWatches:
         self.trigger = trigger
         self.namespaces = namespaces
         self._tasks: dict[Kind, asyncio.Task[None]] = {}
+        self._stopped = False
 
     @property
     def kinds(self) -> list[Kind]:
@@ -69,6 +70,8 @@ class DependentWatches:
 
     def ensure(self, info: RequestInfo, cluster_wide: bool) -> None:
         """Watch `info`'s kind (in the watched namespaces, or everywhere when `cluster_wide`)."""
+        if self._stopped:
+            return
         scopes = (
             [""]
             if cluster_wide or not self.namespaces or not info.namespace
@@ -83,6 +86,7 @@ class DependentWatches:
                 self._tasks[kind] = asyncio.create_task(self._watch(kind), name=f"dep {kind}")
 
     async def stop(self) -> None:
+        self._stopped = True
         for task in self._tasks.values():
             task.cancel()
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
@@ -155,6 +159,8 @@ class DependentWatches:
     def _changed(self, obj: Mapping[str, Any]) -> None:
         namespace, name = _key(obj)
         for primary in owners_of(obj):
+            if not self.trigger(primary):
+                continue  # not a CR of ours (a ReplicaSet owning a Pod), or gone
             log.info(
                 "dependent %s %s changed: reconciling %s %s/%s",
                 obj.get("kind"),
@@ -164,4 +170,3 @@ class DependentWatches:
                 primary.name,
                 extra=cr_fields(primary.kind, primary.namespace or None, primary.name),
             )
-            self.trigger(primary)

@@ -98,6 +98,39 @@ def _preload(kind: str) -> None:
             importlib.import_module(name)
         except Exception as err:  # a missing optional module only costs speed
             print(f"forkserver[{kind}]: could not preload {name}: {err}", file=sys.stderr)
+    if kind == "playbook":
+        try:
+            _warm_plugins()
+        except Exception as err:
+            print(f"forkserver[{kind}]: could not warm the plugin loaders: {err}", file=sys.stderr)
+
+
+# Plugins every run loads: found, imported and their documented options registered once here
+# (parsing plugin documentation is most of a short run's cost), inherited by every job.
+WARM_PLUGINS = {
+    "inventory": ("host_list", "script", "auto", "yaml", "ini", "toml"),
+    # not awx_display: ansible-runner's callback reads the run's artifact dir when imported
+    "callback": ("default", "minimal"),
+    "connection": ("local",),
+    "shell": ("sh",),
+    "become": ("sudo",),
+    "strategy": ("linear",),
+    "action": ("normal", "debug", "command", "set_fact", "include_role", "fail", "assert"),
+    "cache": ("jsonfile", "memory"),
+    "lookup": ("env", "file", "template"),
+}
+
+
+def _warm_plugins() -> None:
+    from ansible.plugins import loader
+
+    loader.init_plugin_loader([])
+    for kind, names in WARM_PLUGINS.items():
+        plugin_loader = getattr(loader, f"{kind}_loader")
+        for name in names:
+            plugin_loader.get(name, class_only=True)
+    for plugin_loader in (loader.filter_loader, loader.test_loader):
+        list(plugin_loader.all(class_only=True))
 
 
 def _recv_job(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
@@ -126,15 +159,32 @@ def _send(conn: socket.socket, message: Mapping[str, object]) -> None:
 
 
 def _refresh_ansible_config() -> None:
-    """Re-read Ansible's configuration in the job's cwd and environment (ansible.cfg)."""
+    """Re-read Ansible's settings in the job's cwd and environment.
+
+    ConfigManager reads environment variables when a value is asked for, so the constants are
+    recomputed from it. It keeps the configuration definitions of the plugins loaded so far
+    (parsing their documentation costs most of a short run), so it is only replaced when the
+    job finds another ansible.cfg (ANSIBLE_CONFIG, ./ansible.cfg, ...) than the server did.
+    """
     if "ansible.constants" not in sys.modules:
         return
     import ansible.constants as C
-    from ansible.config.manager import ConfigManager
+    from ansible.config.manager import ConfigManager, find_ini_config_file
 
-    C.config = ConfigManager()
+    if find_ini_config_file() != C.config._config_file:
+        C.config = ConfigManager()
     for setting in C.config.get_configuration_definitions():
         C.set_constant(setting, C.config.get_config_value(setting, variables=vars(C)))
+
+
+def _keep_collection_loader() -> None:
+    """The server configured the collection loader already (same environment, checked);
+    the CLI would configure it again and warn."""
+    from ansible.plugins import loader
+    from ansible.utils.collection_loader import AnsibleCollectionConfig
+
+    if AnsibleCollectionConfig.collection_finder is not None:
+        loader._configure_collection_loader = lambda prefix_collections_path=None: None
 
 
 def _share_ansiballz_cache() -> None:
@@ -153,8 +203,23 @@ def _share_ansiballz_cache() -> None:
 
 
 def _run_playbook(argv: list[str]) -> int:
+    if os.environ.get("OPERATOR_RUNNER_PROFILE"):
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+        try:
+            return _run_playbook_plain(argv)
+        finally:
+            profiler.disable()
+            profiler.dump_stats(os.environ["OPERATOR_RUNNER_PROFILE"] + f".{os.getpid()}")
+    return _run_playbook_plain(argv)
+
+
+def _run_playbook_plain(argv: list[str]) -> int:
     _refresh_ansible_config()
     _share_ansiballz_cache()
+    _keep_collection_loader()
     from ansible.cli.playbook import main
 
     try:
@@ -236,8 +301,22 @@ def _reap(signum: int, frame: object) -> None:
             return
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGTERM this server when the operator that started it dies, even by SIGKILL."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the operator's stop() is the only way
+        return
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(0)
+
+
 def serve(kind: str, socket_path: str) -> None:
     """Preload, listen on `socket_path`, fork a child per job; runs until killed."""
+    _die_with_parent()
     _preload(kind)
     baseline = _comparable(import_time_env(os.environ))
     # Reap finished jobs (not SIG_IGN: their CPU time must add up in this process's rusage,

@@ -157,6 +157,14 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     upstream = kube.AsyncUpstream(configuration)
     by_kind: dict[tuple[str, str], Controller] = {}
     dependents = DependentWatches(upstream, lambda p: _trigger(by_kind, p), config.namespaces)
+
+    async def stop_dependent_watches(**_: Any) -> None:
+        """In kopf's cleanup: otherwise kopf waits 5 s for these tasks before it returns."""
+        await dependents.stop()
+
+    kopf.on.cleanup(registry=registry, id="operator-runner-stop-dependent-watches")(
+        stop_dependent_watches
+    )
     proxy = Proxy(
         upstream,
         inject=config.inject_owner_ref,
@@ -221,14 +229,14 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     return production.exit_code
 
 
-def _trigger(by_kind: Mapping[tuple[str, str], Controller], primary: Primary) -> None:
-    """A dependent changed: reconcile the primary CR it points at."""
+def _trigger(by_kind: Mapping[tuple[str, str], Controller], primary: Primary) -> bool:
+    """A dependent changed: reconcile the primary CR it points at, if it is one of ours."""
     controller = by_kind.get((primary.group, primary.kind))
     if controller is None:
-        return
+        return False
     if primary.via_annotation and not controller.watch.watch_cluster_scoped_resources:
-        return
-    controller.enqueue_named(primary.namespace, primary.name)
+        return False
+    return controller.enqueue_named(primary.namespace, primary.name)
 
 
 def _on_write(

@@ -76,8 +76,10 @@ class WorkQueue(Generic[K]):
                 self._processing.add(key)
                 return key
             self._changed.clear()
+            # asyncio.timeout, not wait_for: no hidden task per wait (kopf waits for those)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout=wait)
+                async with asyncio.timeout(wait):
+                    await self._changed.wait()
         return None
 
     def done(self, key: K) -> None:

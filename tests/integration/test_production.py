@@ -195,14 +195,13 @@ def reconcile_lines(op: RunningOperator) -> list[dict[str, Any]]:
     return [line for line in op.log_lines() if line.get("kind") in KINDS]
 
 
-def ran_seconds(op: RunningOperator, name: str) -> float:
-    """The Ansible run's own duration of CR `name`, as logged."""
-    total = 0.0
+def first_run_seconds(op: RunningOperator, name: str) -> float:
+    """How long the first Ansible run of CR `name` took, as logged."""
     for line in op.log_lines():
         found = re.match(r"ran reconcile in ([\d.]+) s", str(line.get("msg", "")))
         if found and line.get("name") == name:
-            total += float(found.group(1))
-    return total
+            return float(found.group(1))
+    raise AssertionError(f"no run of {name} logged")
 
 
 def logged(op: RunningOperator, text: str) -> bool:
@@ -284,9 +283,11 @@ def test_metrics_and_probes(env: Env) -> None:
         count = metric(text, "operator_runner_reconcile_duration_seconds_count", **labels)
         total = metric(text, "operator_runner_reconcile_duration_seconds_sum", **labels)
         assert count and count >= 2 and total
-        ansible = ran_seconds(op, "ok") + ran_seconds(op, "bad")
-        assert ansible > 0.5, "the runs were logged with their durations"
-        assert total >= ansible, f"the histogram covers the Ansible runs: {total} < {ansible}"
+        # the first reconcile of "ok" was the first success, so it is in the histogram: whole
+        # reconciles take longer than their Ansible runs (operator-sdk's histogram does not)
+        ansible = first_run_seconds(op, "ok")
+        assert ansible > 0.5, "the run was logged with its duration"
+        assert total > ansible, f"the histogram covers the Ansible run: {total} <= {ansible}"
         for name in ("operator_runner_queue_depth", "operator_runner_busy_workers"):
             assert metric(text, name, **labels) is not None, name
         gvk = f"{GROUP}/v1, Kind=Basic"
@@ -408,7 +409,7 @@ def test_sigterm_releases_the_lease_and_the_standby_takes_over_at_once(env: Env)
             f"{handover:.1f} s from the release (the old leader waited for its runs in progress, "
             f"and exited after {exited:.1f} s)"
         )
-        assert 0 <= handover < 2 * 1.2 + 1, "the standby takes a released Lease at its next look"
+        assert 0 <= handover < 2 * 1.2 + 2, "the standby takes a released Lease at its next look"
         # a's runs ended before the release, b's began after its takeover: never both at once
         a_runs = [line_at(line) for line in reconcile_lines(a)]
         b_runs = [line_at(line) for line in reconcile_lines(b)]
