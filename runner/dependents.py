@@ -16,6 +16,7 @@ import asyncio
 import hashlib
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ log = logging.getLogger("runner.dependents")
 
 Trigger = Callable[[Primary], bool]  # True when a watched primary was enqueued
 _VOLATILE_META = ("resourceVersion", "managedFields", "generation")
+_OWN_WRITES = 4096
 
 
 @dataclass(frozen=True, order=True)
@@ -63,6 +65,25 @@ class DependentWatches:
         self.namespaces = namespaces
         self._tasks: dict[Kind, asyncio.Task[None]] = {}
         self._stopped = False
+        # (uid, resourceVersion) of what roles wrote through the proxy: the watch events of
+        # a role's own writes do not call for another reconcile of its owner.
+        self._own: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+    def own_write(self, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        if all(key):
+            self._own[key] = None
+            while len(self._own) > _OWN_WRITES:
+                self._own.popitem(last=False)
+
+    def _is_own(self, obj: Mapping[str, Any]) -> bool:
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        if key in self._own:
+            del self._own[key]
+            return True
+        return False
 
     @property
     def kinds(self) -> list[Kind]:
@@ -153,6 +174,8 @@ class DependentWatches:
                 if seen.get(key) != new:
                     previous = seen.get(key)
                     seen[key] = new
+                    if self._is_own(obj):
+                        continue
                     if previous is not None or kind_of_event == "MODIFIED":
                         self._changed(obj)
 

@@ -247,6 +247,7 @@ def _on_write(
     obj: Mapping[str, Any],
 ) -> None:
     """A role wrote `obj` for `owner`: watch its kind from now on, as the watch allows."""
+    dependents.own_write(obj)
     controller = by_kind.get((owner.group, owner.kind))
     if controller is None or not controller.watch.watch_dependent_resources:
         return
