@@ -20,7 +20,7 @@ import kopf
 from . import kube
 from .artifacts import Artifacts
 from .controller import Controller
-from .cpus import usable_cpus
+from .cpus import default_concurrency, memory_limit_bytes, usable_cpus
 from .dependents import DependentWatches
 from .executor import Executor, LogEvents
 from .kube import KubeClient
@@ -93,7 +93,9 @@ def watch_workers(config: OperatorConfig, watch: Watch, environ: Mapping[str, st
     from_env = _env_int(environ, name, 1, 10_000)
     if from_env is not None:
         return from_env
-    return config.max_concurrent_reconciles or usable_cpus()
+    return config.max_concurrent_reconciles or default_concurrency(
+        usable_cpus(), memory_limit_bytes()
+    )
 
 
 def _resource(resource: kopf.Resource) -> Resource:

@@ -265,3 +265,16 @@ def test_real_host_gives_a_sane_answer() -> None:
     assert usable_cpus() >= 1
     limit = memory_limit_bytes()
     assert limit is None or limit > 0
+
+
+@pytest.mark.parametrize(
+    ("cpus", "limit_mb", "expected"),
+    [(4, None, 4), (8, 512, 2), (8, 256, 1), (2, 4096, 2), (8, 100, 1), (0, None, 1)],
+)
+def test_default_concurrency_respects_the_memory_limit(
+    cpus: int, limit_mb: int | None, expected: int
+) -> None:
+    from runner.cpus import default_concurrency
+
+    limit = None if limit_mb is None else limit_mb * 1024 * 1024
+    assert default_concurrency(cpus, limit) == expected
