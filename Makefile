@@ -95,6 +95,39 @@ samples: ## Apply the seeds' sample CRs (config/samples) to the current namespac
 run: venv ## Run the operator (./watches.yaml) in the foreground; no cluster answering: the local one, with CRDs and samples.
 	@hack/run.sh $(RUN_ARGS)
 
+##@ Image and deployment
+
+# The operator image. `make docker-build` uses docker when a docker engine answers, else buildah,
+# else podman (BASE_IMAGE=... picks another base); `make image` builds it the way CI does, with
+# no engine and no registry (buildah on a debootstrap base, cached in ~/.cache/operator-runner).
+IMG ?= operator-runner:latest
+
+.PHONY: docker-build
+docker-build: ## Build the operator image IMG (docker, else buildah, else podman).
+	hack/image.sh docker-build $(IMG)
+
+.PHONY: docker-push
+docker-push: ## Push the operator image IMG with the same tool.
+	hack/image.sh docker-push $(IMG)
+
+.PHONY: image
+image: ## Build the image without Docker or a registry (buildah + debootstrap base; root; cached) and print its name.
+	@hack/image.sh build
+
+.PHONY: image-test
+image-test: venv ## Build the image that way and run it against the local cluster (or $$OPERATOR_RUNNER_KUBECONFIG): tests/integration/test_image.py.
+	$(BIN)/pytest tests/integration/test_image.py -q -ra
+
+.PHONY: deploy
+deploy: install ## Deploy the operator (deploy/: namespace, ServiceAccount, RBAC, Deployment of IMG) with the CRDs.
+	@manifests=$$($(KUBECTL) kustomize deploy | sed 's|image: controller:latest$$|image: $(IMG)|'); \
+	  grep -q 'image: $(IMG)$$' <<<"$$manifests" || { echo "make deploy: could not set the image to $(IMG)" >&2; exit 1; }; \
+	  $(KUBECTL) apply -f - <<<"$$manifests"
+
+.PHONY: undeploy
+undeploy: ## Remove what `make deploy` made, except the CRDs and the CRs (`make uninstall` removes those).
+	$(KUBECTL) kustomize deploy | $(KUBECTL) delete --ignore-not-found -f -
+
 ##@ Local cluster
 
 .PHONY: binaries

@@ -1,0 +1,438 @@
+#!/usr/bin/env bash
+# The operator image without a Docker engine or a registry: built with buildah on a base image
+# made with debootstrap, and run from its own root filesystem on this host.
+#
+#   hack/image.sh build              build the image (reused when its content hash is built
+#                                    already); print its name
+#   hack/image.sh run [-e N=V]... [--] [ARG...]
+#                                    run the image's entrypoint (plus ARGs) against the cluster of
+#                                    $KUBECONFIG: its root filesystem mounted read-only, /tmp a
+#                                    tmpfs, as the image's user (1001), tini as PID 1 of a PID
+#                                    namespace, the host's network (the API server may be on
+#                                    127.0.0.1). WATCH_NAMESPACE and POD_NAMESPACE pass through;
+#                                    -e sets more variables. SIGTERM/SIGINT go to tini.
+#   hack/image.sh base               make the base image (debootstrap $SUITE + python3); print it
+#   hack/image.sh hash               print the operator image's content hash
+#   hack/image.sh inspect            print buildah's description of the image (JSON)
+#   hack/image.sh rootfs             print the path of the image's root filesystem (never written)
+#   hack/image.sh size               print the operator image's size in bytes
+#   hack/image.sh clean              delete the cache (base, buildah storage)
+#   hack/image.sh docker-build IMG   build IMG with docker when an engine answers, else buildah,
+#                                    else podman (make docker-build)
+#   hack/image.sh docker-push IMG    push IMG with the same tool (make docker-push)
+#
+# Needs root (debootstrap, chroot, mount namespaces). buildah and debootstrap are installed with
+# apt-get when missing. The cache lives outside the repo, in $OPERATOR_RUNNER_CACHE/image
+# (default ~/.cache/operator-runner/image): the debootstrap root filesystem as a tarball keyed by
+# the hash of its recipe, and buildah's storage (vfs driver: no overlayfs or fuse needed).
+# Set BASE_IMAGE to build on another base (it must be in that storage or pullable).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+CACHE=${OPERATOR_RUNNER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operator-runner}/image
+SUITE=bookworm
+BASE_PACKAGES=python3,python3-venv,ca-certificates
+IMAGE_REPO=localhost/operator-runner
+BASE_REPO=localhost/operator-runner-base
+export BUILDAH_ISOLATION=chroot # RUN steps in a chroot: no runc/crun, works in a VM or container
+
+die() { echo "image: $*" >&2; exit 1; }
+say() { echo "image: $*" >&2; }
+
+bah() { buildah --root "$CACHE/storage" --runroot "$CACHE/run" --storage-driver vfs "$@"; }
+
+# --- tools --------------------------------------------------------------------------------
+
+ensure_tools() { # ensure_tools COMMAND:PACKAGE...
+  local missing=() spec
+  for spec in "$@"; do
+    command -v "${spec%%:*}" >/dev/null 2>&1 || missing+=("${spec#*:}")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    die "needs ${missing[*]}: install them (Debian: apt-get install -y ${missing[*]}) or run as root on Debian"
+  fi
+  say "installing ${missing[*]} (apt-get) ..."
+  apt-get update -qq >/dev/null || die "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || die "apt-get install ${missing[*]} failed"
+}
+
+need_root() {
+  [ "$(id -u)" -eq 0 ] || die "$1 needs root (debootstrap, chroot and mount namespaces); run it with sudo"
+}
+
+lock() { # serialize builds of concurrent runs
+  mkdir -p "$CACHE"
+  exec 9>"$CACHE/lock"
+  flock 9
+}
+
+# --- the base image: debootstrap $SUITE + python3 ---------------------------------------------
+
+apt_repo() { # the URI of RELEASE in this host's apt sources, if it has one
+  # shellcheck disable=SC2016 # apt's own $(FIELD) syntax
+  apt-get indextargets --format '$(RELEASE) $(REPO_URI)' 2>/dev/null | awk -v r="$1" '$1 == r { print $2; exit }'
+}
+
+in_root() { # in_root DIR COMMAND...: run COMMAND chrooted in DIR with /proc (private mounts)
+  # shellcheck disable=SC2016 # expanded by the inner sh
+  unshare --mount --fork -- sh -c 'mount -t proc proc "$1/proc" && exec chroot "$@"' sh "$@"
+}
+
+make_rootfs() { # make_rootfs DIR: a minimal $SUITE with python3, slimmed like debian:*-slim
+  local dir=$1 mirror security
+  mirror=${DEBIAN_MIRROR:-$(apt_repo "$SUITE")}
+  mirror=${mirror:-http://deb.debian.org/debian/}
+  security=${DEBIAN_SECURITY_MIRROR:-$(apt_repo "$SUITE-security")}
+  security=${security:-http://deb.debian.org/debian-security/}
+  debootstrap --variant=minbase --include="$BASE_PACKAGES" "$SUITE" "$dir" "$mirror"
+  rm -f "$dir/etc/apt/sources.list"
+  cat >"$dir/etc/apt/sources.list.d/debian.sources" <<EOF
+Types: deb
+URIs: $mirror
+Suites: $SUITE $SUITE-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: $security
+Suites: $SUITE-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+  # Leave docs, man pages and translations out of this and every later install (as *-slim).
+  cat >"$dir/etc/dpkg/dpkg.cfg.d/slim" <<'EOF'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+path-include /usr/share/locale/locale.alias
+path-exclude /usr/share/lintian/*
+EOF
+  # Security and point-release updates.
+  in_root "$dir" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive in_root "$dir" apt-get upgrade -y -qq --no-install-recommends
+  in_root "$dir" apt-get clean
+  find "$dir/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
+  find "$dir/usr/share/doc" -mindepth 1 -type d -empty -delete
+  find "$dir/usr/share/locale" -mindepth 1 -maxdepth 1 -not -name locale.alias -exec rm -rf {} +
+  rm -rf "$dir"/usr/share/man/* "$dir"/usr/share/info/* "$dir"/usr/share/lintian/* \
+    "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/* "$dir"/var/cache/debconf/*-old \
+    "$dir"/var/log/* "$dir"/tmp/* "$dir"/root/.cache
+  find "$dir" -xdev -name __pycache__ -type d -prune -exec rm -rf {} +
+  # A container runtime provides these; keep neutral ones instead of this host's.
+  : >"$dir/etc/resolv.conf"
+  printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$dir/etc/hosts"
+  rm -f "$dir/etc/hostname"
+}
+
+base_key() { # changes whenever the recipe of the base changes
+  { echo "$SUITE $BASE_PACKAGES"; declare -f make_rootfs in_root; } | sha256sum | cut -c1-16
+}
+
+base() { # print the name of the base image, making it when missing
+  local key name tarball ctr mnt start
+  key=$(base_key)
+  name=$BASE_REPO:$SUITE-$key
+  if bah inspect --type image "$name" >/dev/null 2>&1; then echo "$name"; return; fi
+  need_root "making the base image"
+  ensure_tools debootstrap:debootstrap
+  tarball=$CACHE/base-$SUITE-$key.tar
+  if [ ! -s "$tarball" ]; then
+    local rootfs=$CACHE/rootfs-$key
+    rm -rf "$rootfs"
+    say "debootstrap $SUITE ($BASE_PACKAGES) into $rootfs ... (log: $CACHE/logs/debootstrap-$key.log)"
+    mkdir -p "$CACHE/logs"
+    start=$SECONDS
+    if ! make_rootfs "$rootfs" >"$CACHE/logs/debootstrap-$key.log" 2>&1; then
+      tail -n 20 "$CACHE/logs/debootstrap-$key.log" >&2
+      rm -rf "$rootfs"
+      die "making the base root filesystem failed; log: $CACHE/logs/debootstrap-$key.log"
+    fi
+    tar --numeric-owner --xattrs -C "$rootfs" -cf "$tarball.tmp" .
+    mv "$tarball.tmp" "$tarball"
+    rm -rf "$rootfs"
+    say "base root filesystem made in $((SECONDS - start)) s: $tarball"
+  fi
+  ctr=$(bah from --quiet scratch)
+  mnt=$(bah mount "$ctr")
+  tar --numeric-owner --xattrs -C "$mnt" -xpf "$tarball"
+  bah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env LANG=C.UTF-8 --cmd '["/bin/bash"]' \
+    --label "org.opencontainers.image.description=debootstrap $SUITE ($BASE_PACKAGES)" "$ctr"
+  bah commit --quiet --rm "$ctr" "$name" >/dev/null
+  say "base image $name"
+  echo "$name"
+}
+
+# --- the operator image -------------------------------------------------------------------
+
+context_files() { # what the Dockerfile's COPY lines take from the context (as .dockerignore leaves it)
+  local src
+  awk 'toupper($1) == "COPY" && $0 !~ /--from/ { for (i = 2; i < NF; i++) if ($i !~ /^--/) print $i }' \
+    "$repo/Dockerfile" | while read -r src; do
+    src=${src%/}
+    [ -e "$repo/$src" ] || die "Dockerfile copies $src, which does not exist"
+    (cd "$repo" && find "$src" -type f -not -path '*/__pycache__/*' -not -name '*.pyc' -not -path '*/.pytest_cache/*')
+  done
+  echo Dockerfile
+  echo .dockerignore
+}
+
+content_hash() { # content_hash BASE_IMAGE_ID
+  { echo "base $1"; context_files | LC_ALL=C sort -u | (cd "$repo" && xargs -d '\n' sha256sum); } \
+    | sha256sum | cut -c1-16
+}
+
+base_image() { # BASE_IMAGE, else our debootstrap base
+  if [ -n "${BASE_IMAGE:-}" ]; then echo "$BASE_IMAGE"; else base; fi
+}
+
+ca_secret() { # the CA bundle of this host for pip in the build (TLS-intercepting proxies)
+  local f
+  for f in "${PIP_CERT:-}" "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt; do
+    if [ -n "$f" ] && [ -s "$f" ]; then echo "--secret=id=ca-certificates,src=$f"; return; fi
+  done
+}
+
+image_name() {
+  local base_ref id
+  base_ref=$(base_image)
+  id=$(bah inspect --type image --format '{{.FromImageID}}' "$base_ref" 2>/dev/null) || id=$base_ref
+  echo "$IMAGE_REPO:$(content_hash "$id")"
+}
+
+build() { # print the name of the operator image, building it when missing
+  local base_ref name log start secret
+  lock
+  base_ref=$(base_image)
+  name=$(image_name)
+  if bah inspect --type image "$name" >/dev/null 2>&1; then
+    say "image $name is built already (same content hash)"
+    echo "$name"
+    return
+  fi
+  need_root "building the image"
+  mkdir -p "$CACHE/logs"
+  log=$CACHE/logs/build-${name##*:}.log
+  secret=$(ca_secret)
+  say "building $name on $base_ref ... (log: $log)"
+  start=$SECONDS
+  # No --layers: with the vfs driver every cached layer is a full copy of the tree (a cold build
+  # takes 2.5x as long); the content hash above is the cache.
+  # shellcheck disable=SC2086 # $secret is one option or nothing
+  if ! bah bud --pull-never $secret \
+      --build-arg "BASE_IMAGE=$base_ref" \
+      --label "io.github.operator-runner.content-hash=${name##*:}" \
+      -f "$repo/Dockerfile" -t "$name" "$repo" >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    die "building the image failed; log: $log"
+  fi
+  say "built $name in $((SECONDS - start)) s ($(image_size "$name"))"
+  prune "$name"
+  echo "$name"
+}
+
+prune() { # drop the other operator images (and their run containers) so the cache stays bounded
+  local keep=$1 ref
+  bah images --format '{{.Name}}:{{.Tag}}' | while read -r ref; do
+    if [ "${ref%:*}" = "$IMAGE_REPO" ] && [ "$ref" != "$keep" ]; then
+      bah rm "rootfs-${ref##*:}" >/dev/null 2>&1 || true
+      bah rmi "$ref" >/dev/null 2>&1 || true
+    fi
+  done
+  bah rmi --prune >/dev/null 2>&1 || true
+}
+
+image_size() { bah images --format '{{.Size}}' "${1:-$(image_name)}" 2>/dev/null || echo "?"; }
+
+rootfs() { # rootfs IMAGE: the path of its root filesystem (a container made once, never written)
+  local image=$1 ctr
+  lock
+  ctr=rootfs-${image##*:}
+  bah inspect --type container "$ctr" >/dev/null 2>&1 || bah from --quiet --pull-never --name "$ctr" "$image" >/dev/null
+  bah mount "$ctr"
+}
+
+# --- running the image --------------------------------------------------------------------
+
+# The last step inside the sandbox: chroot, working directory, user, no new privileges, then the
+# image's entrypoint with the image's environment. Python from the host (this is the "runtime",
+# not the image's Python); -I -S so the image's PYTHON* variables do not apply to it.
+LAUNCHER='
+import ctypes, os, sys
+root, workdir, uid, gid, envfile = sys.argv[1:6]
+argv = sys.argv[6:]
+env = dict(e.split("=", 1) for e in open(envfile, encoding="utf-8").read().split("\0") if e)
+os.setsid()  # its own session: signals reach it only through hack/image.sh, as in a container
+os.chroot(root)
+os.chdir(workdir)
+os.setgroups([])
+os.setgid(int(gid))
+os.setuid(int(uid))
+if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+    sys.exit("image: prctl(PR_SET_NO_NEW_PRIVS) failed")
+exe = argv[0]
+if "/" not in exe:  # PATH lookup by hand: no stdlib of this Python in the new root
+    for d in env.get("PATH", "/usr/bin:/bin").split(":"):
+        if os.access(os.path.join(d, exe), os.X_OK):
+            exe = os.path.join(d, exe)
+            break
+os.execve(exe, argv, env)
+'
+
+sandbox() { # inside `unshare --mount --pid --fork` (PID 1 of the new PID namespace)
+  local rootfs=$1 state=$2 uid=$3 gid=$4 workdir=$5
+  shift 5
+  local r=$state/root d
+  mount --bind "$rootfs" "$r"
+  mount -o remount,bind,ro,nosuid,nodev "$r"
+  mount -t proc -o nosuid,nodev,noexec proc "$r/proc"
+  mount -t sysfs -o ro,nosuid,nodev,noexec sysfs "$r/sys"
+  mount -t tmpfs -o nosuid,nodev,mode=1777,size=1g tmpfs "$r/tmp"
+  mount -t tmpfs -o nosuid,noexec,mode=755,size=64k tmpfs "$r/dev"
+  for d in null zero full random urandom tty; do
+    : >"$r/dev/$d"
+    mount --bind "/dev/$d" "$r/dev/$d"
+  done
+  mkdir "$r/dev/pts" "$r/dev/shm"
+  mount -t devpts -o newinstance,ptmxmode=0666,mode=0620,nosuid,noexec devpts "$r/dev/pts"
+  ln -s pts/ptmx "$r/dev/ptmx"
+  mount -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=64m tmpfs "$r/dev/shm"
+  ln -s /proc/self/fd "$r/dev/fd"
+  ln -s /proc/self/fd/0 "$r/dev/stdin"
+  ln -s /proc/self/fd/1 "$r/dev/stdout"
+  ln -s /proc/self/fd/2 "$r/dev/stderr"
+  for d in hosts resolv.conf; do
+    if [ -f "$r/etc/$d" ] && [ -f "/etc/$d" ]; then mount --bind -o ro "/etc/$d" "$r/etc/$d"; fi
+  done
+  install -o "$uid" -g "$gid" -m 0600 "$state/kubeconfig" "$r/tmp/kubeconfig"
+  exec "${PYTHON_LAUNCHER:-python3}" -I -S -c "$LAUNCHER" "$r" "$workdir" "$uid" "$gid" "$state/env" "$@"
+}
+
+run() {
+  local extra_env=()
+  while [ $# -gt 0 ]; do
+    case $1 in
+      -e) [ $# -ge 2 ] || die "run: -e needs NAME=VALUE"; extra_env+=("$2"); shift 2 ;;
+      --) shift; break ;;
+      *) break ;;
+    esac
+  done
+  need_root "running the image"
+  [ -n "${KUBECONFIG:-}" ] || die "run: set KUBECONFIG to the cluster's kubeconfig"
+  local image=${IMAGE:-} rootfs_dir user uid gid workdir state kubectl
+  [ -n "$image" ] || image=$(build)
+  rootfs_dir=$(rootfs "$image")
+  local -a env entrypoint cmd
+  mapfile -t env < <(bah inspect --type image --format '{{range .OCIv1.Config.Env}}{{println .}}{{end}}' "$image" | sed '/^$/d')
+  mapfile -t entrypoint < <(bah inspect --type image --format '{{range .OCIv1.Config.Entrypoint}}{{println .}}{{end}}' "$image" | sed '/^$/d')
+  mapfile -t cmd < <(bah inspect --type image --format '{{range .OCIv1.Config.Cmd}}{{println .}}{{end}}' "$image" | sed '/^$/d')
+  workdir=$(bah inspect --type image --format '{{.OCIv1.Config.WorkingDir}}' "$image")
+  user=$(bah inspect --type image --format '{{.OCIv1.Config.User}}' "$image")
+  uid=${user%%:*}
+  uid=${uid:-0}
+  [[ $uid =~ ^[0-9]+$ ]] || uid=$(awk -F: -v u="$uid" '$1 == u { print $3 }' "$rootfs_dir/etc/passwd")
+  if [[ $user == *:* ]]; then gid=${user#*:}; else
+    gid=$(awk -F: -v u="$uid" '$3 == u { print $4; exit }' "$rootfs_dir/etc/passwd")
+  fi
+  gid=${gid:-0}
+  # Arguments replace the image's CMD, as `docker run IMAGE ARG...` does.
+  [ $# -gt 0 ] && cmd=("$@")
+  [ ${#entrypoint[@]} -gt 0 ] || [ ${#cmd[@]} -gt 0 ] || die "run: the image has no entrypoint and no command"
+  state=$(mktemp -d "${TMPDIR:-/tmp}/operator-runner-image.XXXXXX")
+  mkdir "$state/root"
+  kubectl=$here/kubectl.sh
+  # Self-contained (certificates inline): the files it names are not inside the image.
+  "$kubectl" config view --raw --flatten --minify >"$state/kubeconfig" || die "run: cannot read KUBECONFIG=$KUBECONFIG"
+  env+=("KUBECONFIG=/tmp/kubeconfig" "HOSTNAME=$(hostname)")
+  [ -n "${WATCH_NAMESPACE+x}" ] && env+=("WATCH_NAMESPACE=$WATCH_NAMESPACE")
+  [ -n "${POD_NAMESPACE+x}" ] && env+=("POD_NAMESPACE=$POD_NAMESPACE")
+  env+=("${extra_env[@]}")
+  printf '%s\0' "${env[@]}" >"$state/env"
+  say "running $image as uid $uid (root filesystem $rootfs_dir read-only)"
+  unshare --mount --pid --fork --kill-child -- "$here/image.sh" __sandbox "$rootfs_dir" "$state" "$uid" "$gid" "${workdir:-/}" \
+    "${entrypoint[@]}" "${cmd[@]}" &
+  local upid=$! rc
+  # unshare itself ignores SIGTERM/SIGINT while it waits: hand them to PID 1 of the sandbox.
+  forward() {
+    local child
+    child=$(cat "/proc/$upid/task/$upid/children" 2>/dev/null || true)
+    if [ -n "$child" ]; then kill -s "$1" "$child" 2>/dev/null || true; fi
+  }
+  trap 'forward TERM' TERM
+  trap 'forward INT' INT
+  while :; do
+    rc=0
+    wait "$upid" || rc=$?
+    if [ "$rc" -le 128 ] || ! kill -0 "$upid" 2>/dev/null; then break; fi
+  done
+  trap - TERM INT
+  rm -f "$state/kubeconfig" "$state/env"
+  rmdir "$state/root" "$state" 2>/dev/null || true # never rm -r: the root may still be mounted
+  return "$rc"
+}
+
+# --- make docker-build / docker-push ------------------------------------------------------
+
+engine() { # docker when an engine answers, else buildah, else podman
+  if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then echo docker
+  elif command -v buildah >/dev/null 2>&1; then echo buildah
+  elif command -v podman >/dev/null 2>&1; then echo podman
+  else die "no container tool: no docker engine answers and neither buildah nor podman is installed (apt-get install -y buildah)"
+  fi
+}
+
+docker_build() {
+  local img=${1:?usage: docker-build IMG} tool secret
+  local -a args=()
+  [ -n "${BASE_IMAGE:-}" ] && args+=(--build-arg "BASE_IMAGE=$BASE_IMAGE")
+  secret=$(ca_secret)
+  [ -n "$secret" ] && args+=("$secret")
+  tool=$(engine)
+  say "building $img with $tool"
+  case $tool in
+    docker) DOCKER_BUILDKIT=1 docker build "${args[@]}" -t "$img" "$repo" ;;
+    buildah) buildah bud --layers "${args[@]}" -t "$img" "$repo" ;;
+    podman) podman build "${args[@]}" -t "$img" "$repo" ;;
+  esac
+}
+
+docker_push() {
+  local img=${1:?usage: docker-push IMG} tool
+  tool=$(engine)
+  say "pushing $img with $tool"
+  case $tool in
+    docker) docker push "$img" ;;
+    buildah) buildah push "$img" "docker://$img" ;;
+    podman) podman push "$img" ;;
+  esac
+}
+
+# --- main ---------------------------------------------------------------------------------
+
+action=${1:-}
+[ $# -gt 0 ] && shift
+case $action in
+  build | run | base | hash | inspect | rootfs | size) ensure_tools buildah:buildah ;;
+esac
+case $action in
+  build) build ;;
+  run) run "$@" ;;
+  base) lock; base ;;
+  hash) image_name | cut -d: -f2 ;;
+  rootfs) rootfs "${IMAGE:-$(build)}" ;;
+  inspect) bah inspect --type image "${IMAGE:-$(build)}" ;;
+  size) image_size ;;
+  clean)
+    if [ -d "$CACHE/storage" ]; then bah rm --all >/dev/null 2>&1 || true; fi
+    rm -rf "$CACHE"
+    ;;
+  docker-build) docker_build "$@" ;;
+  docker-push) docker_push "$@" ;;
+  __sandbox) sandbox "$@" ;;
+  *) die "usage: hack/image.sh build | run [-e NAME=VALUE]... [ARG...] | base | hash | inspect | rootfs | size | clean | docker-build IMG | docker-push IMG" ;;
+esac

@@ -1,0 +1,442 @@
+"""deploy/'s RBAC is enough, and only just: the operator runs as deploy/'s ServiceAccount.
+
+deploy/rbac (Namespace, ServiceAccount, ClusterRole + binding, leader-election Role + binding)
+is applied under a unique name suffix and namespace (a kustomize overlay), so the test leaves a
+`make deploy` on the same cluster alone. The real operator process (tests/integration/operator.py)
+then runs the project's watches.yaml with a kubeconfig that holds a token of that ServiceAccount
+(TokenRequest API, `kubectl create token`), with leader election on: every request of the runner,
+kopf and the roles (through the runner's proxy) is made as the ServiceAccount.
+
+- With deploy/'s rules the seed samples converge (Successful), the dependents exist with owner
+  references, the Lease is held, nothing is refused, and a CRD installed after the operator
+  started is served (kopf's watch of CustomResourceDefinitions).
+- With the `services` rule taken out, EchoFlask fails visibly: a `Failure` condition and a
+  Warning Event that name the forbidden verb and resource; Echo, which needs no Service, still
+  converges.
+- The whole of deploy/ (with the Deployment) is admitted in its namespace, which enforces the
+  restricted Pod Security Standard.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from .conftest import Cluster
+from .operator import condition, crd, install_crd, operator
+from .waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+RBAC = REPO / "deploy" / "rbac"
+SAMPLES = REPO / "config" / "samples"
+ECHO = ("app.my.domain", "v1", "echoes", "echo-sample")
+FLASK = ("swallowlab.com", "v1alpha1", "echoflasks", "example-echoflask")
+SERVICE_ACCOUNT = "operator-runner-controller-manager"
+CLUSTER_ROLE = "operator-runner-manager-role"
+CONVERGE = 180
+
+
+@dataclass(frozen=True)
+class Identity:
+    """deploy/rbac applied under `suffix` in `namespace`, and a kubeconfig that is its SA."""
+
+    namespace: str
+    suffix: str
+    kubeconfig: Path
+    cluster_role: dict[str, Any]
+
+
+def render_rbac(cluster: Cluster, tmp: Path, namespace: str, suffix: str) -> list[dict[str, Any]]:
+    """deploy/rbac through a kustomize overlay: other namespace, unique names."""
+    overlay = tmp / f"overlay{suffix}"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "namespace": namespace,
+                "nameSuffix": suffix,
+                "resources": [os.path.relpath(RBAC, overlay)],
+            }
+        )
+    )
+    return [d for d in yaml.safe_load_all(cluster.kubectl("kustomize", str(overlay))) if d]
+
+
+def service_account_kubeconfig(cluster: Cluster, namespace: str, name: str, path: Path) -> None:
+    """A kubeconfig with the admin one's server and CA, and a token of the ServiceAccount."""
+    admin = json.loads(
+        cluster.kubectl("config", "view", "--raw", "--flatten", "--minify", "-o", "json")
+    )
+    token = cluster.kubectl("create", "token", name, "-n", namespace, "--duration=2h").strip()
+    server = admin["clusters"][0]["cluster"]
+    cluster_entry = {
+        k: v for k, v in server.items() if k in ("server", "certificate-authority-data")
+    }
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": cluster_entry}],
+                "users": [
+                    {"name": f"system:serviceaccount:{namespace}:{name}", "user": {"token": token}}
+                ],
+                "contexts": [
+                    {
+                        "name": "sa",
+                        "context": {
+                            "cluster": "c",
+                            "user": f"system:serviceaccount:{namespace}:{name}",
+                            "namespace": namespace,
+                        },
+                    }
+                ],
+                "current-context": "sa",
+            }
+        )
+    )
+    path.chmod(0o600)
+
+
+@pytest.fixture
+def apply_identity(cluster: Cluster, tmp_path: Path) -> Iterator[Any]:
+    """Apply deploy/rbac (optionally edited) under a fresh name; delete it all afterwards."""
+    created: list[list[dict[str, Any]]] = []
+
+    def apply(edit: Any = None) -> Identity:
+        suffix = f"-t{uuid.uuid4().hex[:6]}"
+        namespace = f"ort-rbac{suffix}"
+        docs = render_rbac(cluster, tmp_path, namespace, suffix)
+        if edit is not None:
+            for doc in docs:
+                if doc["kind"] == "ClusterRole":
+                    edit(doc)
+        created.append(docs)
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+        kubeconfig = tmp_path / f"kubeconfig{suffix}"
+        service_account_kubeconfig(cluster, namespace, SERVICE_ACCOUNT + suffix, kubeconfig)
+        role = next(d for d in docs if d["kind"] == "ClusterRole")
+        return Identity(namespace, suffix, kubeconfig, role)
+
+    yield apply
+    for docs in created:
+        cluster.kubectl(
+            "delete",
+            "--ignore-not-found",
+            "--wait=false",
+            "-f",
+            "-",
+            input=yaml.safe_dump_all(docs),
+        )
+
+
+@pytest.fixture
+def apps_namespace(cluster: Cluster) -> Iterator[str]:
+    """A namespace for the sample CRs (not the operator's: the ClusterRole must do)."""
+    cluster.kubectl("apply", "-f", str(REPO / "crds"))
+    for name in ("echoes.app.my.domain", "echoflasks.swallowlab.com"):
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
+    name = f"ort-rbac-apps-{uuid.uuid4().hex[:6]}"
+    cluster.kubectl("create", "namespace", name)
+    yield name
+    cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found")
+
+
+def get_cr(api: client.ApiClient, what: tuple[str, str, str, str], ns: str) -> dict[str, Any]:
+    group, version, plural, name = what
+    obj: dict[str, Any] = client.CustomObjectsApi(api).get_namespaced_custom_object(
+        group, version, ns, plural, name
+    )
+    return obj
+
+
+def converged(
+    api: client.ApiClient, what: tuple[str, str, str, str], ns: str
+) -> dict[str, Any] | None:
+    obj = get_cr(api, what, ns)
+    ok = condition(obj, "Successful")
+    gen = obj["metadata"]["generation"]
+    if ok and ok["status"] == "True" and ok.get("observedGeneration") == gen:
+        return obj
+    return None
+
+
+def owned_by(obj: Any, owner: dict[str, Any]) -> bool:
+    refs = obj.metadata.owner_references or []
+    return any(r.uid == owner["metadata"]["uid"] and r.controller for r in refs)
+
+
+def operator_env(identity: Identity) -> dict[str, str]:
+    return {"KUBECONFIG": str(identity.kubeconfig)}
+
+
+def operator_args(identity: Identity) -> tuple[str, ...]:
+    return (
+        "--leader-elect",
+        f"--leader-election-namespace={identity.namespace}",
+        f"--leader-election-id=operator-runner{identity.suffix}",
+    )
+
+
+def project_with_a_late_kind(tmp: Path, group: str) -> Path:
+    """The project's watches.yaml, roles and playbooks, plus a kind `Late` of `group` whose CRD
+    is installed only after the operator started (its role just succeeds)."""
+    project = tmp / "project"
+    (project / "roles" / "late" / "tasks").mkdir(parents=True)
+    (project / "roles" / "late" / "tasks" / "main.yml").write_text(
+        "- ansible.builtin.debug:\n    msg: reconciled\n"
+    )
+    for role in (REPO / "roles").iterdir():
+        (project / "roles" / role.name).symlink_to(role)
+    (project / "playbooks").symlink_to(REPO / "playbooks")
+    watches = yaml.safe_load((REPO / "watches.yaml").read_text())
+    watches.append({"version": "v1", "group": group, "kind": "Late", "role": "late"})
+    (project / "watches.yaml").write_text(yaml.safe_dump(watches))
+    return project / "watches.yaml"
+
+
+def test_deploy_rbac_is_enough_for_the_samples(
+    cluster: Cluster, apply_identity: Any, apps_namespace: str, tmp_path: Path
+) -> None:
+    """deploy/'s rules (plus, for the `Late` kind of this test only, rules for its group)."""
+    late_group = f"late-{uuid.uuid4().hex[:6]}.operator-runner.dev"
+
+    def allow_late(role: dict[str, Any]) -> None:
+        role["rules"] += [
+            {"apiGroups": [late_group], "resources": ["lates"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [late_group], "resources": ["lates/status"], "verbs": ["get", "patch"]},
+        ]
+
+    identity = apply_identity(allow_late)
+    who = f"system:serviceaccount:{identity.namespace}:{SERVICE_ACCOUNT}{identity.suffix}"
+    as_sa = ("--kubeconfig", str(identity.kubeconfig))
+    # The token really is that ServiceAccount, with only these rights.
+    whoami = cluster.kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}", *as_sa)
+    assert whoami == who
+    denied = cluster.kubectl("auth", "can-i", "list", "secrets", "-A", *as_sa, check=False)
+    assert denied.strip() == "no"
+
+    api = cluster.api_client()
+    late = (late_group, "v1", "lates", "late-sample")
+    try:
+        with operator(
+            cluster,
+            tmp_path,
+            watches=project_with_a_late_kind(tmp_path, late_group),
+            namespaces=[apps_namespace],
+            args=operator_args(identity),
+            env=operator_env(identity),
+        ) as op:
+            cluster.kubectl("apply", "-n", apps_namespace, "-k", str(SAMPLES))
+            echo = wait_for(
+                lambda: converged(api, ECHO, apps_namespace),
+                timeout=CONVERGE,
+                what="Echo Successful",
+            )
+            flask = wait_for(
+                lambda: converged(api, FLASK, apps_namespace),
+                timeout=CONVERGE,
+                what="EchoFlask Successful",
+            )
+            core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+            assert owned_by(core.read_namespaced_pod("echo-sample", apps_namespace), echo)
+            deployment = apps.read_namespaced_deployment(
+                "example-echoflask-deployment", apps_namespace
+            )
+            assert owned_by(deployment, flask)
+            service = core.read_namespaced_service("example-echoflask-svc", apps_namespace)
+            assert owned_by(service, flask)
+            assert service.spec.type == "NodePort"
+            lease = client.CoordinationV1Api(api).read_namespaced_lease(
+                f"operator-runner{identity.suffix}", identity.namespace
+            )
+            assert lease.spec.holder_identity
+
+            # A CRD installed after the operator started is served: kopf notices it through its
+            # watch of CustomResourceDefinitions (the `customresourcedefinitions` rule).
+            install_crd(api, crd(late_group, "Late"))
+            client.CustomObjectsApi(api).create_namespaced_custom_object(
+                late_group,
+                "v1",
+                apps_namespace,
+                "lates",
+                {"apiVersion": f"{late_group}/v1", "kind": "Late", "metadata": {"name": late[3]}},
+            )
+            wait_for(
+                lambda: converged(api, late, apps_namespace),
+                timeout=CONVERGE,
+                what="a CR whose CRD was installed after the operator started Successful",
+            )
+            log = op.log_text()
+    finally:
+        client.ApiextensionsV1Api(api).delete_custom_resource_definition(f"lates.{late_group}")
+    # Nothing the operators do was refused. The one exception is kopf's scan of Namespace
+    # objects, which it makes only when WATCH_NAMESPACE names namespaces (deploy/ leaves it
+    # empty: all namespaces): refused, it retries for ~1 min, then takes the names as given.
+    refused = [
+        line
+        for line in log.splitlines()
+        if ("forbidden" in line.lower() or " 403" in line or "Not enough permissions" in line)
+        and not kopf_namespace_scan(line)
+    ]
+    assert not refused, "\n".join(refused)
+    assert "Falling back to a list of namespaces which are assumed to exist" in log
+
+
+def kopf_namespace_scan(line: str) -> bool:
+    return any(
+        marker in line
+        for marker in (
+            "namespaces is forbidden",
+            "permissions to list namespaces",
+            "permissions to watch for namespaces",
+        )
+    )
+
+
+def drop_services(role: dict[str, Any]) -> None:
+    before = len(role["rules"])
+    role["rules"] = [r for r in role["rules"] if "services" not in r["resources"]]
+    assert len(role["rules"]) == before - 1
+
+
+def test_without_the_services_rule_echoflask_fails_visibly(
+    cluster: Cluster, apply_identity: Any, apps_namespace: str, tmp_path: Path
+) -> None:
+    identity = apply_identity(drop_services)
+    api = cluster.api_client()
+    with operator(
+        cluster,
+        tmp_path,
+        watches=REPO / "watches.yaml",
+        namespaces=[apps_namespace],
+        args=operator_args(identity),
+        env=operator_env(identity),
+    ):
+        cluster.kubectl("apply", "-n", apps_namespace, "-k", str(SAMPLES))
+
+        def failed() -> dict[str, Any] | None:
+            failure = condition(get_cr(api, FLASK, apps_namespace), "Failure")
+            return failure if failure and failure["status"] == "True" else None
+
+        failure = wait_for(failed, timeout=CONVERGE, what="EchoFlask Failure")
+        # kubernetes.core quotes the API server's Status as escaped JSON inside the message.
+        message = failure["message"].replace("\\", "")
+        assert "Expose the app on a NodePort" in message, message  # the failing task
+        assert "forbidden" in message, message
+        assert 'cannot get resource "services"' in message, message
+        assert failure["reason"] == "Failed"
+        successful = condition(get_cr(api, FLASK, apps_namespace), "Successful")
+        assert successful is not None and successful["status"] == "False"
+
+        def warning_event() -> list[Any]:
+            events = client.CoreV1Api(api).list_namespaced_event(
+                apps_namespace,
+                field_selector=f"involvedObject.name={FLASK[3]},type=Warning",
+            )
+            return [
+                e
+                for e in events.items
+                if 'cannot get resource "services"' in (e.message or "").replace("\\", "")
+            ]
+
+        events = wait_for(warning_event, timeout=60, what="a Warning Event about services")
+        assert "forbidden" in events[0].message
+        # The rest still works: Echo needs no Service.
+        wait_for(
+            lambda: converged(api, ECHO, apps_namespace), timeout=CONVERGE, what="Echo Successful"
+        )
+
+
+def test_deployment_is_admitted_under_the_restricted_pod_security_standard(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """deploy/ as `make deploy` applies it (under a unique name): its namespace enforces the
+    restricted Pod Security Standard, and the operator's Pod is admitted there (kwok runs it)."""
+    suffix = f"-t{uuid.uuid4().hex[:6]}"
+    namespace = f"ort-deploy{suffix}"
+    overlay = tmp_path / "deploy-overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "namespace": namespace,
+                "nameSuffix": suffix,
+                "resources": [os.path.relpath(REPO / "deploy", overlay)],
+            }
+        )
+    )
+    rendered = cluster.kubectl("kustomize", str(overlay))
+    assert "image: controller:latest" in rendered  # what `make deploy` replaces with IMG
+    rendered = rendered.replace("image: controller:latest", "image: localhost/operator-runner:test")
+    docs = [d for d in yaml.safe_load_all(rendered) if d]
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == sorted(
+        [
+            "Namespace",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "Deployment",
+            "Service",
+        ]
+    )
+    cluster.kubectl("apply", "-f", "-", input=rendered)
+    try:
+        api = cluster.api_client()
+        core = client.CoreV1Api(api)
+
+        def running_pod() -> Any:
+            pods = core.list_namespaced_pod(
+                namespace, label_selector="control-plane=controller-manager"
+            )
+            return next((p for p in pods.items if p.status.phase == "Running"), None)
+
+        pod = wait_for(running_pod, timeout=60, what="the operator's Pod Running")
+        assert pod.spec.service_account_name == SERVICE_ACCOUNT + suffix
+        (container,) = pod.spec.containers
+        assert container.image == "localhost/operator-runner:test"
+        assert "--health-probe-bind-address=:6789" in container.args
+        assert "--metrics-bind-address=:8080" in container.args
+        assert container.liveness_probe.http_get.path == "/healthz"
+        assert container.readiness_probe.http_get.path == "/readyz"
+        sc = container.security_context
+        assert (sc.run_as_user, sc.run_as_non_root, sc.read_only_root_filesystem) == (
+            1001,
+            True,
+            True,
+        )
+        assert sc.allow_privilege_escalation is False and sc.capabilities.drop == ["ALL"]
+        tmp = next(m for m in container.volume_mounts if m.mount_path == "/tmp")
+        assert next(v for v in pod.spec.volumes if v.name == tmp.name).empty_dir is not None
+        metrics = core.read_namespaced_service(
+            f"operator-runner-controller-manager-metrics-service{suffix}", namespace
+        )
+        assert [p.port for p in metrics.spec.ports] == [8080]
+        # ... and the standard is really enforced there: a Pod without these settings is refused.
+        with pytest.raises(client.exceptions.ApiException) as refused:
+            core.create_namespaced_pod(
+                namespace,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": "unrestricted"},
+                    "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+                },
+            )
+        assert refused.value.status == 403 and "violates PodSecurity" in refused.value.body
+    finally:
+        cluster.kubectl("delete", "--ignore-not-found", "--wait=false", "-f", "-", input=rendered)
