@@ -8,6 +8,8 @@ messages go into the `Failure` condition, the stats into `ansibleResult`, and a 
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +51,25 @@ class RunSummary:
         return sum(len(self.stats.get(k) or {}) for k in keys)
 
 
+_API_STATUS = re.compile(r"""b'(\{.*?"kind":\s*"Status".*\})(?:\\n)?'""", re.DOTALL)
+
+
+def _readable(detail: str) -> str:
+    """kubernetes.core quotes API errors as the bytes of the response (`b'{"kind":"Status",
+    ...}'`): keep the API server's own message, which names what to fix."""
+    match = _API_STATUS.search(detail)
+    if not match:
+        return detail
+    try:
+        raw = match.group(1).encode("latin-1").decode("unicode_escape")
+        message = json.loads(raw).get("message")
+    except (ValueError, UnicodeError):
+        return detail
+    if not message:
+        return detail
+    return detail[: match.start()] + str(message) + detail[match.end() :]
+
+
 def failure_message(event_data: Mapping[str, Any]) -> str:
     """`<task>: <what went wrong>` for a failed task, as terse as Ansible's own output."""
     task = str(event_data.get("task") or event_data.get("task_action") or "task")
@@ -63,7 +84,7 @@ def failure_message(event_data: Mapping[str, Any]) -> str:
         if not detail and res.get("results"):
             items = [r for r in res["results"] if isinstance(r, Mapping) and r.get("failed")]
             detail = "; ".join(str(r.get("msg", "failed")) for r in items)
-    return f"{task}: {detail or 'failed'}"
+    return f"{task}: {_readable(detail) or 'failed'}"
 
 
 def summarize(events: Iterable[Mapping[str, Any]]) -> RunSummary:

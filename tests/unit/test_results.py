@@ -79,3 +79,23 @@ def test_requeue_after(action: str) -> None:
 def test_stderr_when_no_msg() -> None:
     s = summarize([failed("shell", stderr="exit 3\n"), stats(failures=1)])
     assert s.failures == ["shell: exit 3"]
+
+
+def test_api_errors_quoted_by_kubernetes_core_become_the_servers_message() -> None:
+    raw = (
+        'Failed to create object: b\'{"kind":"Status","apiVersion":"v1","metadata":{},'
+        '"status":"Failure","message":"services is forbidden: User \\\\"system:'
+        'serviceaccount:x:y\\\\" cannot create resource \\\\"services\\\\" in API group '
+        '\\\\"\\\\" in the namespace \\\\"ns\\\\"","reason":"Forbidden","code":403}\\n\''
+    )
+    s = summarize([failed("Expose the app", msg=raw), stats(failures=1)])
+    assert s.failures == [
+        "Expose the app: Failed to create object: services is forbidden: User "
+        '"system:serviceaccount:x:y" cannot create resource "services" in API group "" '
+        'in the namespace "ns"'
+    ]
+
+
+def test_messages_without_api_errors_are_kept() -> None:
+    s = summarize([failed("t", msg="b'not json' at all"), stats(failures=1)])
+    assert s.failures == ["t: b'not json' at all"]
