@@ -40,10 +40,11 @@ class Artifacts:
         path = self.kind_dir(ref) / _safe(ref.namespace or "_cluster") / _safe(ref.name)
         shutil.rmtree(path, ignore_errors=True)
 
-    def sweep(self, sample: ObjectRef, alive: Iterable[ObjectRef]) -> int:
-        """Remove the folders of `sample`'s kind whose CR is not in `alive`; return how many."""
+    def sweep(self, group: str, kind: str, alive: Iterable[ObjectRef]) -> int:
+        """Remove the folders of CRs of `kind` that are not `alive` (deleted while the operator
+        was down, say); return how many."""
         keep = {(_safe(r.namespace or "_cluster"), _safe(r.name)) for r in alive}
-        base = self.kind_dir(sample)
+        base = self.root / _safe(group or "core") / _safe(kind)
         removed = 0
         if not base.is_dir():
             return 0

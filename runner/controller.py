@@ -44,6 +44,7 @@ class Controller:
         self._tasks: list[asyncio.Task[None]] = []
         self.busy = 0
         self.resource: Resource | None = None  # learnt from the first watch event
+        self._sweeper: asyncio.Task[None] | None = None
 
     # -- input: watch events ----------------------------------------------------------------
 
@@ -83,10 +84,24 @@ class Controller:
         for i in range(self.workers):
             name = f"worker-{self.watch.gvk.kind}-{i}"
             self._tasks.append(asyncio.create_task(self._work(), name=name))
+        self._sweeper = asyncio.create_task(self._sweep_artifacts(), name="artifacts-sweep")
+
+    async def _sweep_artifacts(self, first: float = 60.0, every: float = 600.0) -> None:
+        """Remove the artifact folders of CRs that are gone without us seeing them go (deleted
+        while the operator was down): the CRs alive are those the watch has listed."""
+        await asyncio.sleep(first)  # a schedule, not a condition: the watch has listed by now
+        while True:
+            gvk = self.watch.gvk
+            removed = self.reconciler.artifacts.sweep(gvk.group, gvk.kind, set(self._seen))
+            if removed:
+                log.info("removed the artifacts of %d %s gone while unwatched", removed, gvk.kind)
+            await asyncio.sleep(every)
 
     async def stop(self, timeout: float) -> bool:
         """Stop taking keys; wait up to `timeout` s for runs in progress. True if all ended."""
         self.queue.close()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         if not self._tasks:
             return True
         _done, pending = await asyncio.wait(self._tasks, timeout=timeout)
