@@ -31,6 +31,7 @@ from .logs import cr_fields
 from .proxy import Proxy, owner_of
 from .recorder import EventRecorder
 from .resources import ObjectRef
+from .results import RunSummary
 from .watches import Watch
 
 log = logging.getLogger("runner.reconcile")
@@ -192,9 +193,7 @@ class Reconciler:
             return Outcome(detail="finalized")
         was_failing = _is_failing(now_obj)
         if self.watch.manage_status:
-            result_obj = conditions.AnsibleResult.from_stats_event(
-                summary.stats or {}, created=summary.stats_created
-            )
+            result_obj = _ansible_result(summary)
             await self._write_status(
                 ref,
                 now_obj,
@@ -279,9 +278,7 @@ class Reconciler:
         what = "finalizer" if finalizing else "reconciliation"
         log.warning("%s failed: %s", what, "; ".join(messages), extra=cr_log_fields(ref))
         if self.watch.manage_status:
-            ansible_result = conditions.AnsibleResult.from_stats_event(
-                summary.stats or {}, created=summary.stats_created
-            )
+            ansible_result = _ansible_result(summary)
             await self._write_status(
                 ref,
                 obj,
@@ -351,6 +348,12 @@ class Reconciler:
         except ApiError as err:
             if not err.not_found:
                 raise
+
+
+def _ansible_result(summary: RunSummary) -> conditions.AnsibleResult:
+    return conditions.AnsibleResult.from_stats_event(
+        summary.stats or {}, created=summary.stats_created
+    )
 
 
 def _is_failing(obj: Mapping[str, Any]) -> bool:
