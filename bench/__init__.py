@@ -1,0 +1,1 @@
+"""Benchmarks of operator-runner against operator-sdk's ansible-operator. See README.md."""

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `make bench`: the peer (bench/peer.sh), a cluster of its own (or $OPERATOR_RUNNER_KUBECONFIG),
+# python -m bench.run, and the cluster deleted again.
+#   BENCH_SCALE=small|medium|full (default small)   BENCH_ARGS: more arguments for bench.run
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+scale=${BENCH_SCALE:-small}
+ts=$(date -u +%Y%m%dT%H%M%SZ)
+out=${BENCH_OUT:-bench/results/$scale-$ts.json}
+bench/peer.sh
+if [ -n "${OPERATOR_RUNNER_KUBECONFIG:-}" ]; then
+  kubeconfig=$OPERATOR_RUNNER_KUBECONFIG
+else
+  name=bench-$$-$(head -c4 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  trap 'hack/cluster.sh down "$name" || true' EXIT
+  trap 'exit 130' INT TERM
+  # 4 kwok Nodes: room for 440 Pods (the burst makes one per CR)
+  NODES=4 hack/cluster.sh up "$name"
+  kubeconfig=$(hack/cluster.sh kubeconfig "$name")
+fi
+# shellcheck disable=SC2086
+.venv/bin/python -m bench.run --scale "$scale" --kubeconfig "$kubeconfig" --out "$out" ${BENCH_ARGS:-}

@@ -1,0 +1,899 @@
+"""operator-runner against operator-sdk's ansible-operator on a real (local) cluster.
+
+    python -m bench.run --scale small|medium|full [--out bench/results/<ts>.json]
+                        [--kubeconfig FILE] [--peer auto|binary|standin|none]
+                        [--scenarios latency,burst,scale]
+
+Scenarios (EchoFlask from watches.yaml, CRDs from crds/), each operator in a fresh namespace and
+a fresh process, the two never at the same time, interleaved scenario by scenario:
+
+- latency: N CRs created one after another, each when the previous one is Successful and the
+  operator is quiet again: create -> `Successful` True (observedGeneration == generation where
+  the operator writes it), p50/p95; also create -> status.nodes written by the role;
+- burst: N CRs created at once: time until all are Successful, CPU seconds of the operator's
+  whole process tree, peak RSS of the tree (sampled every 100 ms), Ansible runs;
+- scale: N CRs (size 0) with a reconcile period P (CR annotation
+  ansible.sdk.operatorframework.io/reconcile-period): converge, then memory with N CRs while
+  idle, then CPU seconds of one full resync (the N runs P after convergence);
+- idle memory: operator up after one warm-up CR (deleted again), no CRs.
+
+See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import random
+import signal
+import string
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+
+from .anatomy import summarize_artifacts
+from .proctree import TreeSampler
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "bench"
+CACHE = Path(os.environ.get("OPERATOR_RUNNER_CACHE") or Path.home() / ".cache" / "operator-runner")
+PEER_VERSION = "v1.42.3"
+PEER_DIR = CACHE / "peer"
+PEER_BIN = PEER_DIR / PEER_VERSION / "ansible-operator"
+PEER_VENV = PEER_DIR / "venv"
+GROUP, VERSION, PLURAL, KIND = "swallowlab.com", "v1alpha1", "echoflasks", "EchoFlask"
+PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
+
+SCALES: dict[str, dict[str, Any]] = {
+    # latency CRs, burst CRs, scale CRs, hard cap per scenario and operator (s)
+    "small": {"latency": 2, "burst": 6, "scale": 10, "cap": 300, "min_period": 30},
+    "medium": {"latency": 10, "burst": 50, "scale": 100, "cap": 1500, "min_period": 120},
+    "full": {"latency": 20, "burst": 200, "scale": 1000, "cap": 3600, "min_period": 300},
+}
+
+
+def log(msg: str) -> None:
+    print(f"[bench {datetime.now().strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class DidNotFinish(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- the operators
+
+
+@dataclass
+class OperatorSpec:
+    key: str  # "ours" | "peer"
+    label: str
+    argv: list[str]
+    env: dict[str, str]
+    artifacts: Path  # where its ansible-runner artifacts go
+    timings: Path | None = None  # stand-in: per-run timings
+
+
+def _help_lists(exe: Path, flag: str) -> bool:
+    try:
+        out = subprocess.run(
+            [str(exe), "run", "--help"], capture_output=True, text=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return flag in out
+
+
+def ours_spec(work: Path, watches: Path, extra: list[str]) -> OperatorSpec:
+    exe = REPO / ".venv" / "bin" / "operator-runner"
+    artifacts = work / "artifacts"
+    argv = [str(exe), "run", f"--watches-file={watches}", f"--artifacts-dir={artifacts}"]
+    if _help_lists(exe, "--metrics-bind-address"):
+        argv += ["--metrics-bind-address=0", "--health-probe-bind-address=0"]
+    argv += extra
+    return OperatorSpec("ours", "operator-runner", argv, {}, artifacts)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def peer_env() -> dict[str, str]:
+    return {
+        "PATH": f"{PEER_VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
+        # operator_sdk.util: operator-runner's (Galaxy is out of reach here)
+        "ANSIBLE_COLLECTIONS_PATH": str(REPO / "runner" / "collections"),
+        "VIRTUAL_ENV": str(PEER_VENV),
+    }
+
+
+def peer_spec(mode: str, work: Path, watches: Path) -> OperatorSpec | None:
+    if mode == "none":
+        return None
+    if mode in ("auto", "binary") and PEER_BIN.exists():
+        argv = [
+            str(PEER_BIN),
+            "run",
+            f"--watches-file={watches}",
+            f"--metrics-bind-address=127.0.0.1:{free_port()}",
+            f"--health-probe-bind-address=127.0.0.1:{free_port()}",
+        ]
+        return OperatorSpec(
+            "peer",
+            f"ansible-operator {PEER_VERSION}",
+            argv,
+            peer_env(),
+            Path("/tmp/ansible-operator/runner"),
+        )
+    if mode == "binary":
+        raise SystemExit(f"bench: {PEER_BIN} is missing (see bench/peer.sh)")
+    python = PEER_VENV / "bin" / "python"
+    if not python.exists():
+        raise SystemExit(f"bench: the peer's virtualenv {PEER_VENV} is missing; run bench/peer.sh")
+    runner_dir = work / "runner"
+    argv = [
+        str(python),
+        str(BENCH / "standin.py"),
+        f"--watches-file={watches}",
+        f"--runner-dir={runner_dir}",
+    ]
+    return OperatorSpec(
+        "peer",
+        "stand-in: ansible-runner CLI per reconcile",
+        argv,
+        peer_env(),
+        runner_dir,
+        timings=runner_dir / "timings.jsonl",
+    )
+
+
+class RunningOperator:
+    def __init__(self, spec: OperatorSpec, kubeconfig: Path, namespace: str, work: Path) -> None:
+        self.spec, self.work = spec, work
+        work.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        for k in ("VIRTUAL_ENV", "PYTHONPATH"):
+            env.pop(k, None)
+        env.update(spec.env)
+        env["KUBECONFIG"] = str(kubeconfig)
+        env["WATCH_NAMESPACE"] = namespace
+        self.rusage_file = work / "rusage.json"
+        self.log_file = work / "operator.log"
+        self._log = open(self.log_file, "wb")  # noqa: SIM115
+        self.t_start = time.monotonic()
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(BENCH / "launch.py"),
+                "--rusage-out",
+                str(self.rusage_file),
+                "--",
+                *spec.argv,
+            ],
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=str(REPO),
+        )
+        self.sampler = TreeSampler(self.proc.pid)
+        self.sampler.start()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> dict[str, Any]:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # the launcher forwards it
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the session this harness created
+                self.proc.wait(timeout=30)
+        self.sampler.stop()
+        self._log.close()
+        try:
+            return json.loads(self.rusage_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def log_tail(self, n: int = 20) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+# --------------------------------------------------------------------------- the cluster side
+
+
+def successful(obj: dict[str, Any]) -> bool:
+    gen = (obj.get("metadata") or {}).get("generation")
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Successful" and c.get("status") == "True":
+            og = c.get("observedGeneration")
+            return og is None or og == gen
+    return False
+
+
+@dataclass
+class CrState:
+    created: float | None = None
+    status_written: float | None = None
+    successful: float | None = None
+
+
+class Tracker(threading.Thread):
+    """Watches the EchoFlasks of one namespace: when each first got status, became Successful."""
+
+    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+        super().__init__(name=f"tracker-{namespace}", daemon=True)
+        self.custom = client.CustomObjectsApi(api)
+        self.namespace = namespace
+        self.crs: dict[str, CrState] = {}
+        self.lock = threading.Condition()
+        self._stop = threading.Event()
+        self.ready = threading.Event()
+
+    def state(self, name: str) -> CrState:
+        with self.lock:
+            return self.crs.setdefault(name, CrState())
+
+    def _see(self, obj: dict[str, Any]) -> None:
+        now = time.monotonic()
+        name = obj["metadata"]["name"]
+        with self.lock:
+            st = self.crs.setdefault(name, CrState())
+            status = obj.get("status") or {}
+            if st.status_written is None and "nodes" in status:
+                st.status_written = now
+            if st.successful is None and successful(obj):
+                st.successful = now
+            self.lock.notify_all()
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                lst = self.custom.list_namespaced_custom_object(
+                    GROUP, VERSION, self.namespace, PLURAL
+                )
+                for obj in lst.get("items") or []:
+                    self._see(obj)
+                self.ready.set()
+                rv = lst["metadata"]["resourceVersion"]
+                w = watch.Watch()
+                for ev in w.stream(
+                    self.custom.list_namespaced_custom_object,
+                    GROUP,
+                    VERSION,
+                    self.namespace,
+                    PLURAL,
+                    resource_version=rv,
+                    timeout_seconds=120,
+                ):
+                    if self._stop.is_set():
+                        w.stop()
+                        break
+                    if ev["type"] in ("ADDED", "MODIFIED"):
+                        self._see(ev["object"])
+            except Exception:
+                time.sleep(0.5)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def wait(self, names: list[str], deadline: float, what: str = "successful") -> bool:
+        with self.lock:
+            while True:
+                if all(getattr(self.crs.get(n, CrState()), what) is not None for n in names):
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.lock.wait(min(left, 0.5))
+
+    def count(self, names: list[str], what: str = "successful") -> int:
+        with self.lock:
+            return sum(getattr(self.crs.get(n, CrState()), what) is not None for n in names)
+
+
+class Cluster:
+    def __init__(self, kubeconfig: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.api = config.new_client_from_config(config_file=str(kubeconfig))
+        self.core = client.CoreV1Api(self.api)
+        self.custom = client.CustomObjectsApi(self.api)
+        self.ext = client.ApiextensionsV1Api(self.api)
+
+    def install_crds(self) -> None:
+        for path in sorted((REPO / "crds").glob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if not doc:
+                    continue
+                name = doc["metadata"]["name"]
+                try:
+                    cur = self.ext.read_custom_resource_definition(name)
+                    doc["metadata"]["resourceVersion"] = cur.metadata.resource_version
+                    self.ext.replace_custom_resource_definition(name, doc)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+                    self.ext.create_custom_resource_definition(doc)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            crd = self.ext.read_custom_resource_definition(f"{PLURAL}.{GROUP}")
+            if any(
+                c.type == "Established" and c.status == "True" for c in crd.status.conditions or []
+            ):
+                return
+            time.sleep(0.2)
+        raise SystemExit("bench: the EchoFlask CRD did not become Established")
+
+    def namespace(self, prefix: str) -> str:
+        name = f"{prefix}-{''.join(random.choices(string.ascii_lowercase + string.digits, k=5))}"
+        self.core.create_namespace(
+            {"metadata": {"name": name, "labels": {"bench": "operator-runner"}}}
+        )
+        return name
+
+    def delete_namespace(self, name: str, timeout: float = 300) -> bool:
+        try:
+            self.core.delete_namespace(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return True
+            raise
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                self.core.read_namespace(name)
+            except ApiException as exc:
+                if exc.status == 404:
+                    return True
+            time.sleep(1)
+        return False
+
+    def create_cr(
+        self, ns: str, name: str, size: int, annotations: dict[str, str] | None = None
+    ) -> None:
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": KIND,
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations or {}},
+            "spec": {"size": size},
+        }
+        for attempt in range(5):
+            try:
+                self.custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body)
+                return
+            except ApiException as exc:
+                if exc.status == 409:
+                    return
+                if attempt == 4 or exc.status < 500:
+                    raise
+                time.sleep(0.5)
+
+    def delete_cr(self, ns: str, name: str) -> None:
+        try:
+            self.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def create_many(
+        self,
+        ns: str,
+        names: list[str],
+        size: int,
+        annotations: dict[str, str] | None,
+        tracker: Tracker,
+    ) -> None:
+        def one(n: str) -> None:
+            tracker.state(n).created = time.monotonic()
+            self.create_cr(ns, n, size, annotations)
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(one, names))
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def pct(values: list[float], p: float) -> float | None:
+    if not values:
+        return None
+    v = sorted(values)
+    k = (len(v) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+def wait_quiet(op: RunningOperator, seconds: float, deadline: float) -> bool:
+    """True once no ansible-playbook ran for `seconds` in a row (before the deadline)."""
+    since = None
+    while time.monotonic() < deadline:
+        s = op.sampler.now()
+        if s.running == 0:
+            since = since or s.t
+            if s.t - since >= seconds:
+                return True
+        else:
+            since = None
+        time.sleep(0.2)
+    return False
+
+
+MiB = 1024 * 1024
+
+
+@dataclass
+class Session:
+    """One operator, one namespace, one scenario."""
+
+    cluster: Cluster
+    spec: OperatorSpec
+    scenario: str
+    work: Path
+    cap: float
+    result: dict[str, Any] = field(default_factory=dict)
+
+    def __enter__(self) -> Session:
+        self.ns = self.cluster.namespace(f"bench-{self.scenario}-{self.spec.key}")
+        self.deadline = time.monotonic() + self.cap
+        self.tracker = Tracker(self.cluster.api, self.ns)
+        self.tracker.start()
+        self.tracker.ready.wait(30)
+        self.op = RunningOperator(self.spec, self.cluster.kubeconfig, self.ns, self.work)
+        self.result.update(
+            {"operator": self.spec.label, "namespace": self.ns, "loadavg_start": os.getloadavg()}
+        )
+        self._warm_up()
+        return self
+
+    def _warm_up(self) -> None:
+        t0 = time.monotonic()
+        self.cluster.create_cr(self.ns, "warmup", 0)
+        self.tracker.state("warmup").created = t0
+        if not self.tracker.wait(["warmup"], min(self.deadline, t0 + 600)):
+            raise DidNotFinish(
+                f"the warm-up CR was not Successful in {time.monotonic() - t0:.0f} s; "
+                f"operator log:\n{self.op.log_tail()}"
+            )
+        self.result["startup_to_first_successful_s"] = (
+            self.tracker.state("warmup").successful - self.op.t_start
+        )
+        self.cluster.delete_cr(self.ns, "warmup")
+        wait_quiet(self.op, 3, min(self.deadline, time.monotonic() + 60))
+        t = time.monotonic()
+        time.sleep(3)
+        rss, rss_main = self.op.sampler.mean_rss(t)
+        self.result["idle_rss_mib"] = rss / MiB
+        self.result["idle_rss_main_mib"] = rss_main / MiB
+        self.result["idle_pss_mib"] = self.op.sampler.pss()[0] / MiB
+
+    def __exit__(self, *exc: object) -> None:
+        self.tracker.stop()
+        rusage = self.op.stop()
+        self.result["rusage_children_at_exit"] = rusage
+        self.result["loadavg_end"] = os.getloadavg()
+        self.result["operator_log"] = str(self.op.log_file)
+        try:
+            self.result["anatomy"] = summarize_artifacts(self.spec.artifacts, self.spec.timings)
+        except Exception as e:  # the analysis must not lose the measurement
+            self.result["anatomy"] = {"error": str(e)}
+        if not self.cluster.delete_namespace(self.ns):
+            log(f"namespace {self.ns} still terminating after 300 s")
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+
+def latency(s: Session, n: int, size: int) -> None:
+    lat, status_lat = [], []
+    for i in range(n):
+        name = f"lat-{i:03d}"
+        st = s.tracker.state(name)
+        st.created = time.monotonic()
+        s.cluster.create_cr(s.ns, name, size)
+        if not s.tracker.wait([name], s.deadline):
+            s.result.update(latency_s=lat, done=i)
+            raise DidNotFinish(f"CR {i + 1} of {n} not Successful within the cap")
+        lat.append(st.successful - st.created)
+        if st.status_written is not None:
+            status_lat.append(st.status_written - st.created)
+        wait_quiet(s.op, 1.0, min(s.deadline, time.monotonic() + 20))
+    s.result.update(
+        n=n,
+        size=size,
+        latency_s=lat,
+        p50_s=pct(lat, 50),
+        p95_s=pct(lat, 95),
+        status_written_p50_s=pct(status_lat, 50),
+        runs=s.op.sampler.now().runs,
+    )
+
+
+def burst(s: Session, n: int, size: int) -> None:
+    names = [f"burst-{i:04d}" for i in range(n)]
+    s.op.sampler.reset_peak()
+    a = s.op.sampler.now()
+    t0 = time.monotonic()
+    s.cluster.create_many(s.ns, names, size, None, s.tracker)
+    t_created = time.monotonic()
+    ok = s.tracker.wait(names, s.deadline)
+    b = s.op.sampler.now()
+    s.result.update(
+        n=n,
+        size=size,
+        create_s=t_created - t0,
+        all_successful_s=b.t - t0 if ok else None,
+        successful=s.tracker.count(names),
+        cpu_s=b.cpu - a.cpu,
+        cpu_main_s=b.cpu_main - a.cpu_main,
+        peak_rss_mib=s.op.sampler.peak_rss / MiB,
+        peak_rss_main_mib=s.op.sampler.peak_rss_main / MiB,
+        runs=b.runs - a.runs,
+    )
+    if not ok:
+        raise DidNotFinish(f"{s.tracker.count(names)} of {n} Successful when the cap was reached")
+    # what the operator still does after every CR is Successful (follow-up runs)
+    quiet = wait_quiet(s.op, 3, min(s.deadline, time.monotonic() + 300))
+    c = s.op.sampler.now()
+    s.result.update(
+        settled=quiet,
+        settle_cpu_s=c.cpu - a.cpu,
+        settle_runs=c.runs - a.runs,
+        settle_s=c.t - t0,
+        peak_rss_mib=s.op.sampler.peak_rss / MiB,
+    )
+
+
+def scale(s: Session, n: int, period: float) -> None:
+    names = [f"scale-{i:04d}" for i in range(n)]
+    ann = {PERIOD_ANNOTATION: f"{int(period)}s"}
+    a = s.op.sampler.now()
+    t0 = time.monotonic()
+    s.cluster.create_many(s.ns, names, 0, ann, s.tracker)
+    ok = s.tracker.wait(names, s.deadline)
+    b = s.op.sampler.now()
+    s.result.update(
+        n=n,
+        size=0,
+        period_s=period,
+        converge_s=b.t - t0 if ok else None,
+        converge_cpu_s=b.cpu - a.cpu,
+        converge_runs=b.runs - a.runs,
+        successful=s.tracker.count(names),
+        peak_rss_mib=s.op.sampler.peak_rss / MiB,
+    )
+    if not ok:
+        raise DidNotFinish(f"{s.tracker.count(names)} of {n} Successful when the cap was reached")
+    # memory with N CRs, converged and idle (before the first resync, at t0 + period)
+    first_resync = t0 + period
+    quiet = wait_quiet(s.op, 5, min(s.deadline, first_resync - 8))
+    q = s.op.sampler.now()
+    time.sleep(5)
+    rss, rss_main = s.op.sampler.mean_rss(q.t)
+    idle = s.op.sampler.now().runs == q.runs
+    s.result["pss_idle_with_crs_mib"] = s.op.sampler.pss()[0] / MiB
+    s.result.update(
+        rss_idle_with_crs_mib=rss / MiB,
+        rss_main_idle_with_crs_mib=rss_main / MiB,
+        idle_before_resync=quiet and idle,
+    )
+    # one full resync: the next N runs after the quiet point
+    runs0 = s.op.sampler.now().runs
+    start = None
+    while time.monotonic() < s.deadline:
+        cur = s.op.sampler.now()
+        if start is None and cur.runs > runs0:
+            # the last sample before the first resync run started
+            hist = [h for h in s.op.sampler.history if h.runs == runs0]
+            start = hist[-1] if hist else cur
+        if cur.runs - runs0 >= n and cur.running == 0:
+            break
+        time.sleep(0.2)
+    else:
+        s.result.update(resync_runs=s.op.sampler.now().runs - runs0)
+        raise DidNotFinish(
+            f"resync: {s.op.sampler.now().runs - runs0} of {n} runs when the cap was reached"
+        )
+    end = s.op.sampler.now()
+    assert start is not None
+    runs = end.runs - runs0
+    s.result.update(
+        resync_runs=runs,
+        resync_wall_s=end.t - start.t,
+        resync_cpu_s=end.cpu - start.cpu,
+        resync_cpu_main_s=end.cpu_main - start.cpu_main,
+        resync_cpu_per_run_s=(end.cpu - start.cpu) / runs if runs else None,
+        resync_cpu_full_s=(end.cpu - start.cpu) * n / runs if runs else None,
+    )
+
+
+# --------------------------------------------------------------------------- the table
+
+
+ROWS = [
+    ("startup: launch -> first CR Successful", "s", "latency", "startup_to_first_successful_s"),
+    ("latency p50 (create -> Successful)", "s", "latency", "p50_s"),
+    ("latency p95 (create -> Successful)", "s", "latency", "p95_s"),
+    ("latency p50 (create -> status.nodes written)", "s", "latency", "status_written_p50_s"),
+    ("burst: all Successful", "s", "burst", "all_successful_s"),
+    ("burst: CPU, process tree", "s", "burst", "cpu_s"),
+    ("burst: CPU, operator process alone", "s", "burst", "cpu_main_s"),
+    ("burst: Ansible runs until all Successful", "", "burst", "runs"),
+    ("burst: peak RSS, process tree", "MiB", "burst", "peak_rss_mib"),
+    ("burst: until quiet again", "s", "burst", "settle_s"),
+    ("burst: CPU until quiet again", "s", "burst", "settle_cpu_s"),
+    ("scale: converge N CRs", "s", "scale", "converge_s"),
+    ("scale: CPU to converge", "s", "scale", "converge_cpu_s"),
+    ("resync: CPU per full resync", "s", "scale", "resync_cpu_full_s"),
+    ("resync: CPU per run", "s", "scale", "resync_cpu_per_run_s"),
+    ("resync: wall time of a full resync", "s", "scale", "resync_wall_s"),
+    ("idle memory, no CRs (tree)", "MiB", "scale", "idle_rss_mib"),
+    ("idle memory, no CRs (operator process)", "MiB", "scale", "idle_rss_main_mib"),
+    ("idle memory, no CRs (tree, PSS)", "MiB", "scale", "idle_pss_mib"),
+    ("memory with N CRs, idle (tree)", "MiB", "scale", "rss_idle_with_crs_mib"),
+    ("memory with N CRs, idle (operator process)", "MiB", "scale", "rss_main_idle_with_crs_mib"),
+    ("memory with N CRs, idle (tree, PSS)", "MiB", "scale", "pss_idle_with_crs_mib"),
+]
+
+
+def fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
+    return str(v)
+
+
+def table(results: dict[str, Any], sizes: dict[str, Any]) -> str:
+    peer_label = next(
+        (r["peer"].get("operator") for r in results.values() if r.get("peer")), "peer"
+    )
+    lines = [
+        f"ours = operator-runner; peer = {peer_label}",
+        f"sizes: latency {sizes['latency']} CRs, burst {sizes['burst']}, "
+        f"scale/resync N = {sizes['scale']}",
+        "",
+    ]
+    header = f"{'figure':<46} {'unit':<4} {'ours':>10} {'peer':>10} {'ours/peer':>9}"
+    lines += [header, "-" * len(header)]
+    for title, unit, scen, key in ROWS:
+        r = results.get(scen) or {}
+        if key.startswith("idle_"):  # measured in every session: take the first one that has it
+            r = next(
+                (
+                    results[x]
+                    for x in ("scale", "burst", "latency")
+                    if x in results
+                    and any(key in (results[x].get(w) or {}) for w in ("ours", "peer"))
+                ),
+                r,
+            )
+        o, p = (r.get("ours") or {}), (r.get("peer") or {})
+        ov, pv = o.get(key), p.get(key)
+        ov_s = "DNF" if ov is None and "dnf" in o else fmt(ov)
+        pv_s = "DNF" if pv is None and "dnf" in p else fmt(pv)
+        ratio = (
+            fmt(ov / pv)
+            if isinstance(ov, (int, float)) and isinstance(pv, (int, float)) and pv
+            else "-"
+        )
+        lines.append(f"{title:<46} {unit:<4} {ov_s:>10} {pv_s:>10} {ratio:>9}")
+    notes = []
+    for scen, r in results.items():
+        for who in ("ours", "peer"):
+            if (r.get(who) or {}).get("dnf"):
+                notes.append(f"{scen}/{who}: did not finish: {r[who]['dnf']}")
+            if (r.get(who) or {}).get("idle_before_resync") is False:
+                notes.append(
+                    f"{scen}/{who}: Ansible still ran when the memory with N CRs was taken and the "
+                    "resync window opened (follow-up runs): those figures include them"
+                )
+            if (r.get(who) or {}).get("settled") is False:
+                notes.append(f"{scen}/{who}: not quiet within 300 s after all were Successful")
+    if notes:
+        lines += ["", *notes]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
+    p.add_argument("--scale", choices=sorted(SCALES), default="small")
+    p.add_argument("--out", type=Path)
+    p.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=os.environ.get("OPERATOR_RUNNER_KUBECONFIG") or os.environ.get("KUBECONFIG"),
+    )
+    p.add_argument("--peer", choices=["auto", "binary", "standin", "none"], default="auto")
+    p.add_argument("--scenarios", default="latency,burst,scale")
+    p.add_argument(
+        "--size", type=int, default=1, help="spec.size of the latency and burst CRs (default 1)"
+    )
+    p.add_argument(
+        "--period", type=float, help="reconcile period of the scale CRs in s (default: estimated)"
+    )
+    p.add_argument("--cap", type=float, help="hard cap per scenario and operator in s")
+    p.add_argument("--latency", type=int)
+    p.add_argument("--burst", type=int)
+    p.add_argument("--n", type=int, help="CRs of the scale/resync scenario")
+    p.add_argument(
+        "--ours-arg", action="append", default=[], help="extra argument for operator-runner run"
+    )
+    p.add_argument("--watches-file", type=Path, default=REPO / "watches.yaml")
+    p.add_argument("--work", type=Path, help="folder for logs and artifacts (default: a temp dir)")
+    a = p.parse_args(argv)
+    if not a.kubeconfig:
+        raise SystemExit("bench: no cluster: pass --kubeconfig or set OPERATOR_RUNNER_KUBECONFIG")
+    sizes = dict(SCALES[a.scale])
+    for k in ("latency", "burst"):
+        if getattr(a, k):
+            sizes[k] = getattr(a, k)
+    if a.n:
+        sizes["scale"] = a.n
+    if a.cap:
+        sizes["cap"] = a.cap
+    ts = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = a.out or BENCH / "results" / f"{ts}.json"
+    work = a.work or Path(os.environ.get("TMPDIR", "/tmp")) / f"operator-runner-bench-{ts}"
+    work.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster(Path(a.kubeconfig))
+    cluster.install_crds()
+    watches = a.watches_file.resolve()
+    ours = ours_spec(work / "ours", watches, a.ours_arg)
+    peer = peer_spec(a.peer, work / "peer", watches)
+    ops = [ours] + ([peer] if peer else [])
+
+    def session_spec(key: str, sess_work: Path) -> OperatorSpec:
+        """A spec of its own per session: artifacts and timings of that session only."""
+        if key == "ours":
+            return ours_spec(sess_work, watches, a.ours_arg)
+        spec = peer_spec(a.peer, sess_work, watches)
+        assert spec is not None
+        return spec
+
+    scenarios = [x.strip() for x in a.scenarios.split(",") if x.strip()]
+    results: dict[str, dict[str, Any]] = {}
+    started = time.monotonic()
+    meta = {
+        "timestamp": ts,
+        "scale": a.scale,
+        "sizes": sizes,
+        "nproc": os.cpu_count(),
+        "loadavg_start": os.getloadavg(),
+        "watches": str(watches),
+        "work": str(work),
+        "git": _git_state(),
+        "ours": {"argv": ours.argv, "versions": _versions(REPO / ".venv" / "bin" / "python")},
+        "peer": {
+            "kind": peer.label,
+            "argv": peer.argv,
+            "versions": _versions(PEER_VENV / "bin" / "python"),
+        }
+        if peer
+        else None,
+    }
+    log(f"scale {a.scale}: {sizes}; peer: {peer.label if peer else 'none'}; work dir {work}")
+    for scen in scenarios:
+        results[scen] = {}
+        for spec in ops:
+            sess_work = work / f"{scen}-{spec.key}"
+            spec = session_spec(spec.key, sess_work)
+            period = None
+            if scen == "scale":
+                period = a.period or _estimate_period(results, spec.key, sizes)
+            s = Session(cluster, spec, scen, sess_work, sizes["cap"] + (period or 0))
+            log(f"{scen}: {spec.label} ...")
+            t0 = time.monotonic()
+            try:
+                with s:
+                    if scen == "latency":
+                        latency(s, sizes["latency"], a.size)
+                    elif scen == "burst":
+                        burst(s, sizes["burst"], a.size)
+                    elif scen == "scale":
+                        assert period is not None
+                        scale(s, sizes["scale"], period)
+                    else:
+                        raise SystemExit(f"bench: unknown scenario {scen}")
+            except DidNotFinish as exc:
+                s.result["dnf"] = f"did not finish in {s.cap:.0f} s: {exc}"
+                log(f"{scen}: {spec.label}: {s.result['dnf']}")
+            except Exception as exc:  # keep going with the other measurements
+                s.result["dnf"] = f"error: {type(exc).__name__}: {exc}"
+                log(f"{scen}: {spec.label}: {s.result['dnf']}")
+            s.result["wall_s"] = time.monotonic() - t0
+            results[scen][spec.key] = s.result
+            log(f"{scen}: {spec.label}: done in {s.result['wall_s']:.0f} s")
+            # after every session, so that an interrupted run keeps what it measured
+            partial = {"meta": {**meta, "partial": True}, "results": results}
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(partial, indent=1, default=str))
+    meta["loadavg_end"] = os.getloadavg()
+    meta["total_wall_s"] = time.monotonic() - started
+    text = table(results, sizes)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {"meta": meta, "results": results, "table": text.splitlines()}, indent=1, default=str
+        )
+    )
+    print(text)
+    print(
+        f"\n(total {meta['total_wall_s']:.0f} s; load average {meta['loadavg_start'][0]:.1f} -> "
+        f"{meta['loadavg_end'][0]:.1f} on {os.cpu_count()} CPUs; JSON: {out})"
+    )
+    return 0
+
+
+def _estimate_period(results: dict[str, Any], key: str, sizes: dict[str, Any]) -> float:
+    """Long enough that N CRs converge and go quiet (follow-up runs included) before the first
+    resync comes due: 1.3 x the same operator's burst time per CR until quiet x N + 20 s."""
+    b = (results.get("burst") or {}).get(key) or {}
+    per_cr = 5.0  # s per CR on 2 CPUs without a burst to go by
+    for k in ("settle_s", "all_successful_s"):
+        if b.get(k) and b.get("n"):
+            per_cr = b[k] / b["n"]
+            break
+    return max(float(sizes["min_period"]), 1.3 * per_cr * sizes["scale"] + 20)
+
+
+def _git_state() -> dict[str, Any]:
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(
+                ["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=30
+            ).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+
+    return {
+        "head": git("rev-parse", "HEAD"),
+        "runner_changes_not_committed": len(git("status", "--porcelain", "runner").splitlines()),
+    }
+
+
+def _versions(python: Path) -> dict[str, str]:
+    code = (
+        "import importlib.metadata as m, json\n"
+        "out = {}\n"
+        "for d in ('ansible-core', 'ansible-runner', 'ansible-runner-http', 'kubernetes',\n"
+        "          'kopf', 'operator-runner'):\n"
+        "    try: out[d] = m.version(d)\n"
+        "    except m.PackageNotFoundError: pass\n"
+        "print(json.dumps(out))\n"
+    )
+    try:
+        return json.loads(
+            subprocess.run(
+                [str(python), "-c", code], capture_output=True, text=True, timeout=60
+            ).stdout
+        )
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return {}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
