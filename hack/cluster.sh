@@ -76,6 +76,13 @@ up() {
     kwokctl --name "$name" scale node --replicas "$NODES" >>"$cache_log" 2>&1 || die "adding $NODES kwok Nodes failed; log: $cache_log"
   fi
   wait_nodes_ready "$bin/kubectl"
+  # A fresh API server may still answer 404 for a group it has not registered: wait until
+  # discovery is complete, so that clients which walk it (kubernetes.core, kopf) start clean.
+  local deadline=$((SECONDS + 60))
+  until "$bin/kubectl" --kubeconfig "$kubeconfig" api-resources >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || die "the API server of cluster '$name' did not complete discovery within 60 s; logs: $cluster_dir/logs/"
+    sleep 0.5
+  done
   cat >&2 <<MSG
 cluster '$name' is up: $NODES Nodes Ready, Kubernetes $KUBE_VERSION.
   export KUBECONFIG=$kubeconfig

@@ -48,7 +48,8 @@ class Kind:
 def fingerprint(obj: Mapping[str, Any]) -> str:
     """A hash of the object without status and bookkeeping: equal when only those changed."""
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_META}
-    rest = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
+    # kind and apiVersion too: a watch event's object has them, a list's items do not
+    rest = {k: v for k, v in obj.items() if k not in ("status", "metadata", "kind", "apiVersion")}
     text = json.dumps({"metadata": meta, **rest}, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 

@@ -190,3 +190,15 @@ def test_fingerprint_ignores_status_and_bookkeeping_only() -> None:
 )
 def test_proxy_serves_the_loopback_only(remote: str | None, ok: bool) -> None:
     assert is_loopback(remote) is ok
+
+
+def test_fingerprint_of_a_list_item_equals_that_of_the_watched_object() -> None:
+    """List items carry no kind/apiVersion: a relist must not look like a change."""
+    watched = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 5000}]},
+    }
+    listed = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 5000}]}}
+    assert fingerprint(watched) == fingerprint(listed)
