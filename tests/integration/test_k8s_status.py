@@ -24,6 +24,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from .conftest import Cluster
+from .operator import crd
 from .waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -89,34 +90,6 @@ class Widget:
         )
 
 
-def _crd(group: str, kind: str, plural: str, *, status_subresource: bool) -> dict[str, Any]:
-    preserve = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    version: dict[str, Any] = {
-        "name": VERSION,
-        "served": True,
-        "storage": True,
-        "schema": {
-            "openAPIV3Schema": {
-                "type": "object",
-                "properties": {"spec": preserve, "status": preserve},
-            }
-        },
-    }
-    if status_subresource:
-        version["subresources"] = {"status": {}}
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
-            "versions": [version],
-        },
-    }
-
-
 def _served(cluster: Cluster, group: str, plurals: set[str]) -> bool:
     with cluster.api_client() as api:
         try:
@@ -130,8 +103,8 @@ def _served(cluster: Cluster, group: str, plurals: set[str]) -> bool:
 def crds(cluster: Cluster) -> Iterator[Crds]:
     group = f"t{uuid.uuid4().hex[:8]}.status.operator-runner.test"
     defs = [
-        _crd(group, "Widget", "widgets", status_subresource=True),
-        _crd(group, "Gadget", "gadgets", status_subresource=False),
+        crd(group, "Widget", status_subresource=True),
+        crd(group, "Gadget", status_subresource=False),
     ]
     names = [d["metadata"]["name"] for d in defs]
     try:
