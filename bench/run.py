@@ -48,9 +48,20 @@ from .proctree import TreeSampler
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
 CACHE = Path(os.environ.get("OPERATOR_RUNNER_CACHE") or Path.home() / ".cache" / "operator-runner")
-PEER_VERSION = "v1.42.3"
 PEER_DIR = CACHE / "peer"
-PEER_BIN = PEER_DIR / PEER_VERSION / "ansible-operator"
+# The version the issue asks for first; v1.30.0 (operator-sdk's own module, the last release
+# that carried cmd/ansible-operator) where this machine's Go proxy refuses the newer module.
+PEER_VERSIONS = ("v1.42.3", "v1.30.0")
+
+
+def peer_binary() -> tuple[str, Path] | None:
+    for version in PEER_VERSIONS:
+        path = PEER_DIR / version / "ansible-operator"
+        if path.exists():
+            return version, path
+    return None
+
+
 PEER_VENV = PEER_DIR / "venv"
 GROUP, VERSION, PLURAL, KIND = "swallowlab.com", "v1alpha1", "echoflasks", "EchoFlask"
 PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
@@ -125,9 +136,11 @@ def peer_env() -> dict[str, str]:
 def peer_spec(mode: str, work: Path, watches: Path) -> OperatorSpec | None:
     if mode == "none":
         return None
-    if mode in ("auto", "binary") and PEER_BIN.exists():
+    found = peer_binary()
+    if mode in ("auto", "binary") and found:
+        version, binary = found
         argv = [
-            str(PEER_BIN),
+            str(binary),
             "run",
             f"--watches-file={watches}",
             f"--metrics-bind-address=127.0.0.1:{free_port()}",
@@ -135,13 +148,13 @@ def peer_spec(mode: str, work: Path, watches: Path) -> OperatorSpec | None:
         ]
         return OperatorSpec(
             "peer",
-            f"ansible-operator {PEER_VERSION}",
+            f"ansible-operator {version} (operator-sdk)",
             argv,
             peer_env(),
             Path("/tmp/ansible-operator/runner"),
         )
     if mode == "binary":
-        raise SystemExit(f"bench: {PEER_BIN} is missing (see bench/peer.sh)")
+        raise SystemExit(f"bench: no ansible-operator under {PEER_DIR} (see bench/peer.sh)")
     python = PEER_VENV / "bin" / "python"
     if not python.exists():
         raise SystemExit(f"bench: the peer's virtualenv {PEER_VENV} is missing; run bench/peer.sh")

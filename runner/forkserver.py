@@ -202,21 +202,25 @@ def _share_ansiballz_cache() -> None:
         os.symlink(shared, link)
 
 
+def _profiled(target: Callable[[list[str]], int], argv: list[str]) -> int:
+    """Run a job under cProfile when $OPERATOR_RUNNER_PROFILE names a file prefix
+    (PREFIX.<kind>.<pid> per job; see bench/README.md)."""
+    prefix = os.environ.get("OPERATOR_RUNNER_PROFILE")
+    if not prefix:
+        return target(argv)
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        return target(argv)
+    finally:
+        profiler.disable()
+        kind = "playbook" if target is _run_playbook else "module"
+        profiler.dump_stats(f"{prefix}.{kind}.{os.getpid()}")
+
+
 def _run_playbook(argv: list[str]) -> int:
-    if os.environ.get("OPERATOR_RUNNER_PROFILE"):
-        import cProfile
-
-        profiler = cProfile.Profile()
-        profiler.enable()
-        try:
-            return _run_playbook_plain(argv)
-        finally:
-            profiler.disable()
-            profiler.dump_stats(os.environ["OPERATOR_RUNNER_PROFILE"] + f".{os.getpid()}")
-    return _run_playbook_plain(argv)
-
-
-def _run_playbook_plain(argv: list[str]) -> int:
     _refresh_ansible_config()
     _share_ansiballz_cache()
     _keep_collection_loader()
@@ -277,7 +281,7 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
     threading.Thread(target=orphaned, daemon=True).start()
     code = 1
     try:
-        code = TARGETS[kind](argv)
+        code = _profiled(TARGETS[kind], argv)
     except BaseException as err:  # report, as the real program would, then exit non-zero
         import traceback
 
