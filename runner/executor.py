@@ -111,6 +111,10 @@ def ansible_env(tmp_dir: Path, roles_paths: list[Path]) -> dict[str, str]:
     env["ANSIBLE_REMOTE_TEMP"] = str(tmp_dir)
     env["ANSIBLE_RETRY_FILES_ENABLED"] = "0"
     env["ANSIBLE_DEPRECATION_WARNINGS"] = "0"
+    # Modules go to the local Python on stdin instead of as files in a temp dir that is made
+    # and removed around each task (two shell commands and a file per task saved). Set
+    # ANSIBLE_PIPELINING=False in the operator's environment to turn it off.
+    env["ANSIBLE_PIPELINING"] = os.environ.get("ANSIBLE_PIPELINING", "True")
     return env
 
 

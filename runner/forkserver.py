@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import hashlib
 import json
 import os
 import runpy
@@ -33,6 +34,7 @@ import socket
 import struct
 import sys
 import threading
+import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -93,6 +95,15 @@ def _comparable(env: Mapping[str, str]) -> dict[str, str]:
 def _preload(kind: str) -> None:
     import importlib
 
+    if kind == "module":
+        try:
+            count = precompile_collections(collection_roots(os.environ, sys.path))
+        except Exception as err:  # only costs speed
+            print(f"forkserver[{kind}]: could not precompile collections: {err}", file=sys.stderr)
+        else:
+            if count:
+                _install_code_cache()
+
     for name in PRELOAD[kind]:
         try:
             importlib.import_module(name)
@@ -109,8 +120,6 @@ def _preload(kind: str) -> None:
 # (parsing plugin documentation is most of a short run's cost), inherited by every job.
 WARM_PLUGINS = {
     "inventory": ("host_list", "script", "auto", "yaml", "ini", "toml"),
-    # not awx_display: ansible-runner's callback reads the run's artifact dir when imported
-    "callback": ("default", "minimal"),
     "connection": ("local",),
     "shell": ("sh",),
     "become": ("sudo",),
@@ -119,6 +128,8 @@ WARM_PLUGINS = {
     "cache": ("jsonfile", "memory"),
     "lookup": ("env", "file", "template"),
 }
+# Listed in full by every run (PlaybookExecutor.run, TaskQueueManager, the vars manager).
+WARM_ALL = ("connection", "shell", "become", "vars", "filter", "test")
 
 
 def _warm_plugins() -> None:
@@ -129,8 +140,90 @@ def _warm_plugins() -> None:
         plugin_loader = getattr(loader, f"{kind}_loader")
         for name in names:
             plugin_loader.get(name, class_only=True)
-    for plugin_loader in (loader.filter_loader, loader.test_loader):
-        list(plugin_loader.all(class_only=True))
+    for kind in WARM_ALL:
+        list(getattr(loader, f"{kind}_loader").all(class_only=True))
+    # Every callback ansible-core ships (each run lists them all), one by one: not
+    # ansible-runner's awx_display, which reads the run's artifact dir when it is imported.
+    builtin = Path(loader.__file__).parent / "callback"
+    for path in sorted(builtin.glob("*.py")):
+        if not path.name.startswith("_"):
+            loader.callback_loader.get(path.stem, class_only=True)
+
+
+# --- compiled collection code for module jobs ------------------------------------------------
+#
+# A module's AnsiballZ payload carries its collection's Python files (the module and its
+# module_utils) in a zip that Python imports with zipimport, which compiles every file from
+# source in every job (a kubernetes.core.k8s job: ~60 files, ~40 ms of CPU). The module server
+# compiles the collections it can see once; a job's zipimport gets the compiled code of a file
+# whose bytes are identical (looked up by their SHA-256), with the zip's file name put in, and
+# compiles anything else itself, as before. Nothing else is preloaded from collections: the
+# payload's files stay the ones that run.
+
+_CODE_CACHE: dict[bytes, types.CodeType] = {}
+
+
+def collection_roots(env: Mapping[str, str], sys_path: list[str]) -> list[Path]:
+    """Directories holding an `ansible_collections` tree: ANSIBLE_COLLECTIONS_PATH (or the
+    older ANSIBLE_COLLECTIONS_PATHS), then sys.path (ansible-core scans it by default)."""
+    configured = env.get("ANSIBLE_COLLECTIONS_PATH") or env.get("ANSIBLE_COLLECTIONS_PATHS") or ""
+    roots: list[Path] = []
+    for entry in [*configured.split(os.pathsep), *sys_path]:
+        if not entry:
+            continue
+        root = Path(entry).expanduser()
+        if root.name == "ansible_collections":
+            root = root.parent
+        if (root / "ansible_collections").is_dir() and root not in roots:
+            roots.append(root)
+    return roots
+
+
+def source_key(source: bytes) -> bytes:
+    return hashlib.sha256(source).digest()
+
+
+def precompile_collections(roots: list[Path]) -> int:
+    """Compile every module and module_util of the collections under `roots`; returns how many."""
+    patterns = ("*/*/plugins/module_utils/**/*.py", "*/*/plugins/modules/*.py")
+    for root in roots:
+        for pattern in patterns:
+            for path in (root / "ansible_collections").glob(pattern):
+                try:
+                    source = path.read_bytes()
+                    code = compile(_normalize(source), str(path), "exec", dont_inherit=True)
+                except (OSError, SyntaxError, ValueError):
+                    continue
+                _CODE_CACHE[source_key(source)] = code
+    return len(_CODE_CACHE)
+
+
+def _normalize(source: bytes) -> bytes:  # as zipimport does before compiling
+    return source.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+def with_filename(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(
+        with_filename(const, filename) if isinstance(const, types.CodeType) else const
+        for const in code.co_consts
+    )
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+def _install_code_cache() -> None:
+    import zipimport
+
+    compile_source = getattr(zipimport, "_compile_source", None)
+    if compile_source is None:  # another Python's zipimport: compile as usual
+        return
+
+    def cached(pathname: str, source: bytes) -> types.CodeType:
+        code = _CODE_CACHE.get(source_key(source))
+        if code is None:
+            return compile_source(pathname, source)  # type: ignore[no-any-return]
+        return with_filename(code, pathname)
+
+    zipimport._compile_source = cached  # type: ignore[attr-defined]
 
 
 def _recv_job(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
@@ -158,22 +251,58 @@ def _send(conn: socket.socket, message: Mapping[str, object]) -> None:
     conn.sendall(json.dumps(message).encode() + b"\n")
 
 
+# The server's import-time environment and working directory (set by serve()).
+_SERVER_ENV: dict[str, str] = {}
+# Settings whose value depends on the working directory or is made per process.
+_PATH_TYPES = frozenset({"path", "pathspec", "pathlist", "tmppath", "temppath", "tmp"})
+
+
+def settings_to_refresh(
+    definitions: Mapping[str, Mapping[str, object]],
+    server_env: Mapping[str, str],
+    job_env: Mapping[str, str],
+) -> list[str]:
+    """The settings a job must recompute: those read from an environment variable whose value
+    differs from the server's, and every path (relative paths follow the job's working
+    directory; `tmppath` makes a directory per process)."""
+    changed = {
+        key
+        for key in set(import_time_env(server_env)) | set(import_time_env(job_env))
+        if server_env.get(key) != job_env.get(key)
+    }
+    names = []
+    for name, definition in definitions.items():
+        env_names = {
+            str(entry.get("name"))
+            for entry in definition.get("env", None) or []  # type: ignore[attr-defined]
+            if isinstance(entry, Mapping)
+        }
+        if env_names & changed or definition.get("type") in _PATH_TYPES:
+            names.append(name)
+    return names
+
+
 def _refresh_ansible_config() -> None:
-    """Re-read Ansible's settings in the job's cwd and environment.
+    """Re-read the Ansible settings that the job's cwd and environment can change.
 
     ConfigManager reads environment variables when a value is asked for, so the constants are
     recomputed from it. It keeps the configuration definitions of the plugins loaded so far
     (parsing their documentation costs most of a short run), so it is only replaced when the
-    job finds another ansible.cfg (ANSIBLE_CONFIG, ./ansible.cfg, ...) than the server did.
+    job finds another ansible.cfg (ANSIBLE_CONFIG, ./ansible.cfg, ...) than the server did;
+    otherwise only the settings `settings_to_refresh` names are recomputed.
     """
     if "ansible.constants" not in sys.modules:
         return
     import ansible.constants as C
     from ansible.config.manager import ConfigManager, find_ini_config_file
 
-    if find_ini_config_file() != C.config._config_file:
+    definitions = C.config.get_configuration_definitions()
+    if find_ini_config_file() != C.config._config_file or not _SERVER_ENV:
         C.config = ConfigManager()
-    for setting in C.config.get_configuration_definitions():
+        names = list(definitions)
+    else:
+        names = settings_to_refresh(definitions, _SERVER_ENV, os.environ)
+    for setting in names:
         C.set_constant(setting, C.config.get_config_value(setting, variables=vars(C)))
 
 
@@ -204,12 +333,15 @@ def _share_ansiballz_cache() -> None:
 
 def _profiled(target: Callable[[list[str]], int], argv: list[str]) -> int:
     """Run a job under cProfile when $OPERATOR_RUNNER_PROFILE names a file prefix
-    (PREFIX.<kind>.<pid> per job; see bench/README.md)."""
+    (PREFIX.<kind>.<pid> per job, and PREFIX.worker.<pid> per task of a playbook job;
+    see bench/README.md)."""
     prefix = os.environ.get("OPERATOR_RUNNER_PROFILE")
     if not prefix:
         return target(argv)
     import cProfile
 
+    if target is _run_playbook:
+        _profile_workers(prefix)
     profiler = cProfile.Profile()
     profiler.enable()
     try:
@@ -218,6 +350,26 @@ def _profiled(target: Callable[[list[str]], int], argv: list[str]) -> int:
         profiler.disable()
         kind = "playbook" if target is _run_playbook else "module"
         profiler.dump_stats(f"{prefix}.{kind}.{os.getpid()}")
+
+
+def _profile_workers(prefix: str) -> None:
+    """Each task runs in a worker process forked from the playbook job: profile those too."""
+    import cProfile
+
+    from ansible.executor.process.worker import WorkerProcess
+
+    run = WorkerProcess.run
+
+    def profiled_run(self: WorkerProcess) -> None:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        try:
+            run(self)
+        finally:
+            profiler.disable()
+            profiler.dump_stats(f"{prefix}.worker.{os.getpid()}")
+
+    WorkerProcess.run = profiled_run
 
 
 def _run_playbook(argv: list[str]) -> int:
@@ -321,6 +473,7 @@ def _die_with_parent() -> None:
 def serve(kind: str, socket_path: str) -> None:
     """Preload, listen on `socket_path`, fork a child per job; runs until killed."""
     _die_with_parent()
+    _SERVER_ENV.update(os.environ)
     _preload(kind)
     baseline = _comparable(import_time_env(os.environ))
     # Reap finished jobs (not SIG_IGN: their CPU time must add up in this process's rusage,

@@ -1,0 +1,135 @@
+"""The warm executors' pure parts: which Ansible settings a job recomputes, where collections
+are, and zipimport's compiled-code cache."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import zipfile
+import zipimport
+from pathlib import Path
+
+import pytest
+
+from runner import forkserver
+
+DEFINITIONS: dict[str, dict[str, object]] = {
+    "DEFAULT_FORKS": {"type": "integer", "env": [{"name": "ANSIBLE_FORKS"}]},
+    "DEFAULT_ROLES_PATH": {"type": "pathspec", "env": [{"name": "ANSIBLE_ROLES_PATH"}]},
+    "DEFAULT_LOCAL_TMP": {"type": "tmppath", "env": [{"name": "ANSIBLE_LOCAL_TEMP"}]},
+    "CACHE_PLUGIN_CONNECTION": {
+        "type": "path",
+        "env": [{"name": "ANSIBLE_CACHE_PLUGIN_CONNECTION"}],
+    },
+    "DISPLAY_SKIPPED_HOSTS": {
+        "type": "boolean",
+        "env": [{"name": "ANSIBLE_DISPLAY_SKIPPED_HOSTS"}],
+    },
+    "NO_ENV": {"type": "string"},
+}
+
+
+def test_same_environment_refreshes_only_paths() -> None:
+    env = {"ANSIBLE_FORKS": "5", "HOME": "/root"}
+    names = forkserver.settings_to_refresh(DEFINITIONS, env, dict(env))
+    assert sorted(names) == ["CACHE_PLUGIN_CONNECTION", "DEFAULT_LOCAL_TMP", "DEFAULT_ROLES_PATH"]
+
+
+@pytest.mark.parametrize(
+    ("server", "job"),
+    [
+        ({"ANSIBLE_FORKS": "5"}, {"ANSIBLE_FORKS": "6"}),  # changed
+        ({}, {"ANSIBLE_FORKS": "6"}),  # added
+        ({"ANSIBLE_FORKS": "5"}, {}),  # removed
+    ],
+)
+def test_a_changed_variable_refreshes_its_setting(
+    server: dict[str, str], job: dict[str, str]
+) -> None:
+    names = forkserver.settings_to_refresh(DEFINITIONS, server, job)
+    assert "DEFAULT_FORKS" in names
+    assert "DISPLAY_SKIPPED_HOSTS" not in names and "NO_ENV" not in names
+
+
+def test_variables_outside_ansible_do_not_count() -> None:
+    names = forkserver.settings_to_refresh(DEFINITIONS, {"PATH": "/a"}, {"PATH": "/b"})
+    assert "DEFAULT_FORKS" not in names
+
+
+def test_definitions_without_env_lists_are_fine() -> None:
+    definitions: dict[str, dict[str, object]] = {
+        "X": {"type": "boolean", "env": None},
+        "Y": {"type": "boolean"},
+    }
+    assert forkserver.settings_to_refresh(definitions, {}, {"ANSIBLE_X": "1"}) == []
+
+
+def _collection(root: Path, namespace: str, name: str) -> Path:
+    utils = root / "ansible_collections" / namespace / name / "plugins" / "module_utils"
+    utils.mkdir(parents=True)
+    (root / "ansible_collections" / namespace / name / "plugins" / "modules").mkdir()
+    return utils
+
+
+def test_collection_roots_in_order_without_duplicates(tmp_path: Path) -> None:
+    first, second, empty = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    _collection(first, "ns", "one")
+    _collection(second, "ns", "two")
+    empty.mkdir()
+    env = {"ANSIBLE_COLLECTIONS_PATH": f"{first}:{second / 'ansible_collections'}:{empty}"}
+    roots = forkserver.collection_roots(env, [str(second), str(first), ""])
+    assert roots == [first, second]
+    old = {"ANSIBLE_COLLECTIONS_PATHS": str(second)}
+    assert forkserver.collection_roots(old, []) == [second]
+
+
+@pytest.fixture
+def code_cache(monkeypatch: pytest.MonkeyPatch) -> dict[bytes, object]:
+    cache: dict[bytes, object] = {}
+    monkeypatch.setattr(forkserver, "_CODE_CACHE", cache)
+    monkeypatch.setattr(zipimport, "_compile_source", zipimport._compile_source)  # type: ignore[attr-defined]
+    return cache
+
+
+def test_precompiled_code_is_used_for_identical_bytes_only(
+    tmp_path: Path, code_cache: dict[bytes, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    utils = _collection(tmp_path / "disk", "cachetest", "col")
+    same = b"VALUE = 'compiled from disk'\r\ndef where():\n    raise RuntimeError('here')\n"
+    (utils / "same.py").write_bytes(same)
+    (utils / "edited.py").write_bytes(b"VALUE = 'disk'\n")
+    (utils / "broken.py").write_bytes(b"def (:\n")
+    assert forkserver.precompile_collections([tmp_path / "disk"]) == 2
+    # Prove which code runs: the cache entry for same.py's bytes answers with a marker.
+    key = forkserver.source_key(same)
+    code_cache[key] = compile("VALUE = 'from the cache'", str(utils / "same.py"), "exec")
+    forkserver._install_code_cache()
+
+    payload = tmp_path / "payload.zip"
+    with zipfile.ZipFile(payload, "w") as zf:
+        zf.writestr("cachemod_same.py", same)
+        zf.writestr("cachemod_edited.py", b"VALUE = 'edited in the payload'\n")
+    monkeypatch.syspath_prepend(str(payload))
+    for name in ("cachemod_same", "cachemod_edited"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    same_module = importlib.import_module("cachemod_same")
+    edited_module = importlib.import_module("cachemod_edited")
+    assert same_module.VALUE == "from the cache"
+    assert edited_module.VALUE == "edited in the payload"
+    assert same_module.__file__ is not None and same_module.__file__.startswith(str(payload))
+
+
+def test_cached_code_reports_the_payload_file(
+    tmp_path: Path, code_cache: dict[bytes, object]
+) -> None:
+    utils = _collection(tmp_path, "cachetest", "col")
+    source = b"def where():\n    def inner():\n        return 1\n    return inner\n"
+    (utils / "m.py").write_bytes(source)
+    forkserver.precompile_collections([tmp_path])
+    forkserver._install_code_cache()
+    code = zipimport._compile_source("/payload.zip/m.py", source)  # type: ignore[attr-defined]
+    namespace: dict[str, object] = {}
+    exec(code, namespace)
+    where = namespace["where"]
+    assert where.__code__.co_filename == "/payload.zip/m.py"  # type: ignore[attr-defined]
+    assert where().__code__.co_filename == "/payload.zip/m.py"  # type: ignore[operator]
