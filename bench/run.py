@@ -863,13 +863,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _estimate_period(results: dict[str, Any], key: str, sizes: dict[str, Any]) -> float:
     """Long enough that N CRs converge and go quiet (follow-up runs included) before the first
-    resync comes due: 1.3 x the same operator's burst time per CR until quiet x N + 20 s."""
+    resync comes due: 1.3 x the same operator's burst time per CR until quiet x N + 20 s
+    (2 x its time per CR to Successful where it never went quiet)."""
     b = (results.get("burst") or {}).get(key) or {}
     per_cr = 5.0  # s per CR on 2 CPUs without a burst to go by
-    for k in ("settle_s", "all_successful_s"):
-        if b.get(k) and b.get("n"):
-            per_cr = b[k] / b["n"]
-            break
+    if b.get("n") and b.get("settled") and b.get("settle_s"):
+        per_cr = b["settle_s"] / b["n"]
+    elif b.get("n") and b.get("all_successful_s"):
+        # never quiet (its resyncs overlap): twice the time to Successful covers follow-ups
+        per_cr = 2 * b["all_successful_s"] / b["n"]
     return max(float(sizes["min_period"]), 1.3 * per_cr * sizes["scale"] + 20)
 
 

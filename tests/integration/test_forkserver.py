@@ -1,0 +1,134 @@
+"""The warm executors' fork servers and their client, as real processes (no cluster needed)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runner import forkserver
+
+SOCKET_ENV = "TEST_FORKSERVER_SOCKET"
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, "the fork server exited"
+        assert time.monotonic() < deadline, f"no socket at {path} after {timeout} s"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def module_server(tmp_path: Path) -> Iterator[Path]:
+    sock = tmp_path / "module.sock"
+    proc = subprocess.Popen([sys.executable, "-m", "runner.forkserver", "module", str(sock)])
+    try:
+        _wait_for(sock, proc)
+        yield sock
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _client(tmp_path: Path, fallback: list[str]) -> Path:
+    return forkserver.write_client(tmp_path / "client", sys.executable, SOCKET_ENV, fallback)
+
+
+SCRIPT = """
+import os, sys
+# forked by the server, or exec'd by the client that the test started (the fallback)
+in_client = os.getppid() == int(os.environ["CLIENT_PARENT"])
+print("job", "in the client" if in_client else "in the server", os.getcwd(), sys.argv[1:],
+      os.environ["GREETING"], sys.stdin.readline().strip())
+print("to stderr", file=sys.stderr)
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def _run(
+    client: Path, tmp_path: Path, env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    return subprocess.run(
+        [str(client), str(script), *args],
+        input="from stdin\n",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, **env, "GREETING": "héllo", "CLIENT_PARENT": str(os.getpid())},
+        timeout=60,
+    )
+
+
+def test_a_job_runs_in_the_server_with_the_clients_argv_cwd_env_and_streams(
+    module_server: Path, tmp_path: Path
+) -> None:
+    client = _client(tmp_path, [sys.executable, "-c", "print('fallback')"])
+    done = _run(client, tmp_path, {SOCKET_ENV: str(module_server)}, "3", "two words")
+    assert done.returncode == 3
+    assert done.stdout == f"job in the server {tmp_path} ['3', 'two words'] héllo from stdin\n"
+    assert done.stderr == "to stderr\n"
+
+
+def test_without_a_server_the_client_runs_the_real_program(tmp_path: Path) -> None:
+    client = _client(tmp_path, [sys.executable])
+    for env in ({}, {SOCKET_ENV: str(tmp_path / "nobody-listens.sock")}):
+        done = _run(client, tmp_path, env, "4")
+        assert done.returncode == 4
+        assert done.stdout == f"job in the client {tmp_path} ['4'] héllo from stdin\n"
+
+
+def test_the_playbook_server_refuses_another_ansible_environment(tmp_path: Path) -> None:
+    sock = tmp_path / "playbook.sock"
+    env = {**os.environ, "ANSIBLE_FORKS": "3"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner.forkserver", "playbook", str(sock)], env=env
+    )
+    try:
+        _wait_for(sock, proc, timeout=120)
+        client = _client(
+            tmp_path, [sys.executable, "-c", "import sys; print('real', sys.argv[1:])"]
+        )
+        done = subprocess.run(
+            [str(client), "--version"],
+            capture_output=True,
+            text=True,
+            env={**env, SOCKET_ENV: str(sock), "ANSIBLE_FORKS": "4"},
+            timeout=60,
+        )
+        assert done.returncode == 0
+        assert done.stdout == "real ['--version']\n"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_signals_to_the_client_reach_the_job(module_server: Path, tmp_path: Path) -> None:
+    script = tmp_path / "sleeper.py"
+    marker = tmp_path / "started"
+    script.write_text(
+        "import pathlib, sys, time\n"
+        f"pathlib.Path({str(marker)!r}).write_text('x')\n"
+        "time.sleep(60)\n"
+    )
+    client = _client(tmp_path, [sys.executable])
+    proc = subprocess.Popen(
+        [str(client), str(script)], env={**os.environ, SOCKET_ENV: str(module_server)}
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert time.monotonic() < deadline, "the job did not start"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) != 0
+    finally:
+        proc.kill()
