@@ -85,7 +85,7 @@ class Sample:
     rss_main: int  # bytes, the operator's main process
     runs: int  # ansible-playbook runs seen so far
     running: int  # ansible-playbook runs alive now
-    nprocs: int
+    nprocs: int  # processes in the tree (the launcher not counted)
 
 
 @dataclass
@@ -130,10 +130,12 @@ class TreeSampler:
         rss = 0
         main_ticks, main_rss = 0, 0
         running = 0
+        count = 0
         direct = children.get(self.root, [])
         stack = list(direct)
         while stack:
             p = stack.pop()
+            count += 1
             ticks += p.utime + p.stime + p.cutime + p.cstime
             rss += p.rss_pages
             if is_playbook(p.comm):
@@ -156,7 +158,7 @@ class TreeSampler:
                 rss_main=main_rss * PAGE,
                 runs=len(self._seen_runs),
                 running=running,
-                nprocs=len(procs),
+                nprocs=count,
             )
             self.peak_rss = max(self.peak_rss, s.rss)
             self.peak_rss_main = max(self.peak_rss_main, s.rss_main)

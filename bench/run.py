@@ -499,6 +499,24 @@ class Session:
         self.result["idle_rss_mib"] = rss / MiB
         self.result["idle_rss_main_mib"] = rss_main / MiB
         self.result["idle_pss_mib"] = self.op.sampler.pss()[0] / MiB
+        if self.scenario == "latency":
+            self._idle_settled()
+
+    def _idle_settled(self) -> None:
+        """Idle memory once the operator is down to its steady state: operator-runner stops its
+        warm executors after --warm-idle-timeout (120 s by default) without a run; the peer
+        keeps no helper processes. Waits until the tree is one process (at most 180 s)."""
+        t0 = time.monotonic()
+        deadline = min(self.deadline, t0 + 180)
+        while self.op.sampler.now().nprocs > 1 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        t = time.monotonic()
+        time.sleep(3)
+        rss, _ = self.op.sampler.mean_rss(t)
+        self.result["idle_settled_after_s"] = t - t0
+        self.result["idle_settled_nprocs"] = self.op.sampler.now().nprocs
+        self.result["idle_settled_rss_mib"] = rss / MiB
+        self.result["idle_settled_pss_mib"] = self.op.sampler.pss()[0] / MiB
 
     def __exit__(self, *exc: object) -> None:
         self.tracker.stop()
@@ -660,6 +678,8 @@ ROWS = [
     ("resync: CPU per full resync", "s", "scale", "resync_cpu_full_s"),
     ("resync: CPU per run", "s", "scale", "resync_cpu_per_run_s"),
     ("resync: wall time of a full resync", "s", "scale", "resync_wall_s"),
+    ("idle memory, no CRs, steady (tree)", "MiB", "latency", "idle_settled_rss_mib"),
+    ("idle memory, no CRs, steady (tree, PSS)", "MiB", "latency", "idle_settled_pss_mib"),
     ("idle memory, no CRs (tree)", "MiB", "scale", "idle_rss_mib"),
     ("idle memory, no CRs (operator process)", "MiB", "scale", "idle_rss_main_mib"),
     ("idle memory, no CRs (tree, PSS)", "MiB", "scale", "idle_pss_mib"),

@@ -202,6 +202,14 @@ def build_parser() -> argparse.ArgumentParser:
         "ansible-playbook per run, as operator-sdk (default warm, or $OPERATOR_RUNNER_EXECUTOR)",
     )
     run.add_argument(
+        "--warm-idle-timeout",
+        type=_duration,
+        default=os.environ.get("OPERATOR_RUNNER_WARM_IDLE_TIMEOUT", "120s"),
+        help="stop the warm executors (~100 MB) after this long without a run; they start "
+        "again with the next one (~1 s). 0 keeps them (default 120s, or "
+        "$OPERATOR_RUNNER_WARM_IDLE_TIMEOUT)",
+    )
+    run.add_argument(
         "--graceful-shutdown-timeout",
         type=_duration,
         default=30.0,
@@ -259,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         kubeconfig=args.kubeconfig,
         executor=args.executor,
+        warm_idle_timeout=args.warm_idle_timeout,
         production=production,
     )
     return run_operator(config)

@@ -150,19 +150,33 @@ def _log_event(event: Mapping[str, Any], mode: LogEvents, extra: Mapping[str, An
 class Executor:
     """Runs Ansible for one CR at a time per call; many calls may run at once."""
 
-    def __init__(self, roles_paths: list[Path], tmp_dir: Path, warm: bool = True) -> None:
+    def __init__(
+        self,
+        roles_paths: list[Path],
+        tmp_dir: Path,
+        warm: bool = True,
+        warm_idle_timeout: float = 120.0,
+    ) -> None:
         self._env = ansible_env(tmp_dir, roles_paths)
         tmp_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._cancel = threading.Event()
         self._warm = warm
         self._pool: WarmPool | None = None
         self._pool_lock = threading.Lock()
+        self._active = 0  # runs holding the pool
+        self._idle_timeout = warm_idle_timeout
+        self._idle_timer: threading.Timer | None = None
         log.info("executor: %s", "warm (fork servers)" if warm else "plain ansible-runner")
 
-    def _warm_pool(self) -> WarmPool | None:
+    def _acquire_pool(self) -> WarmPool | None:
         """The fork servers, started with the first run (an idle operator does not pay for
-        them); None on the plain path or when they cannot start."""
+        them) and again after they stopped for being idle; None on the plain path or when
+        they cannot start."""
         with self._pool_lock:
+            self._active += 1
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
             if self._warm and self._pool is None:
                 pool = WarmPool(self._env)
                 if pool.wait_ready():
@@ -172,8 +186,37 @@ class Executor:
                     self._warm = False
             return self._pool
 
+    def _release_pool(self) -> None:
+        with self._pool_lock:
+            self._active -= 1
+            if self._active == 0 and self._pool is not None and self._idle_timeout > 0:
+                timer = threading.Timer(self._idle_timeout, self._stop_if_idle)
+                timer.daemon = True
+                timer.start()
+                self._idle_timer = timer
+
+    def _stop_if_idle(self) -> None:
+        """The warm executors hold ~100 MB; an operator with nothing to do gives it back."""
+        with self._pool_lock:
+            if self._active == 0 and self._pool is not None:
+                log.info(
+                    "warm executors stopped after %g s without runs (they start again with "
+                    "the next run)",
+                    self._idle_timeout,
+                )
+                self._pool.stop()
+                self._pool = None
+            self._idle_timer = None
+
+    @property
+    def warm_running(self) -> bool:
+        return self._pool is not None
+
     def close(self) -> None:
         with self._pool_lock:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
             if self._pool is not None:
                 self._pool.stop()
                 self._pool = None
@@ -186,6 +229,13 @@ class Executor:
         return await asyncio.to_thread(self.run_sync, request)
 
     def run_sync(self, request: RunRequest) -> RunResult:
+        pool = self._acquire_pool()
+        try:
+            return self._run_sync(request, pool)
+        finally:
+            self._release_pool()
+
+    def _run_sync(self, request: RunRequest, pool: WarmPool | None) -> RunResult:
         summary = RunSummary()
         private = request.private_dir
         (private / "env").mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -196,7 +246,6 @@ class Executor:
             (private / "env" / stale).unlink(missing_ok=True)
         extravars = private / "env" / "extravars"
         _write_private(extravars, request.extravars_text)
-        pool = self._warm_pool()
         hosts = private / "inventory" / "hosts"
         inventory = inventory_text(str(pool.python_client) if pool else sys.executable)
         if not hosts.exists() or hosts.read_text(encoding="utf-8") != inventory:

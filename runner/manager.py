@@ -50,6 +50,7 @@ class OperatorConfig:
     artifacts_dir: Path = Path("/tmp/operator-runner")
     graceful_shutdown_timeout: float = 30.0
     executor: str = "warm"  # or "plain"
+    warm_idle_timeout: float = 120.0
     kubeconfig: str | None = None
     production: ProductionConfig = field(default_factory=ProductionConfig)  # metrics, probes, HA
 
@@ -145,6 +146,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         roles_paths=[config.watches_file.resolve().parent / "roles"],
         tmp_dir=config.artifacts_dir / ".ansible-tmp",
         warm=config.executor == "warm",
+        warm_idle_timeout=config.warm_idle_timeout,
     )
     recorder = EventRecorder(client)
     # -- metrics, health probes, leader election (runner/production.py) --

@@ -132,3 +132,32 @@ def test_signals_to_the_client_reach_the_job(module_server: Path, tmp_path: Path
         assert proc.wait(timeout=30) != 0
     finally:
         proc.kill()
+
+
+def test_idle_warm_executors_stop_and_start_again_with_the_next_run(tmp_path: Path) -> None:
+    from runner.executor import Executor, RunRequest
+
+    playbook = tmp_path / "project" / "main.yml"
+    playbook.parent.mkdir()
+    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ping:\n")
+    executor = Executor(roles_paths=[], tmp_dir=tmp_path / "tmp", warm_idle_timeout=1.0)
+
+    def run(ident: str) -> None:
+        request = RunRequest(
+            private_dir=tmp_path / "private", ident=ident, playbook=playbook, extravars_text="{}"
+        )
+        result = executor.run_sync(request)
+        assert result.ok, (result.status, result.stdout_tail)
+
+    try:
+        run("first")
+        assert executor.warm_running
+        deadline = time.monotonic() + 30
+        while executor.warm_running:
+            assert time.monotonic() < deadline, "the warm executors did not stop when idle"
+            time.sleep(0.1)
+        run("second")
+        assert executor.warm_running
+    finally:
+        executor.close()
+    assert not executor.warm_running
