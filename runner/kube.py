@@ -2,31 +2,32 @@
 
 As in lightkube, building a request (`Request`, pure, unit-tested) is separate from sending it
 (`KubeClient`, the only code in the runner besides kopf that talks to the API server). The
-client reuses the `kubernetes` package's configuration loading (kubeconfig, in-cluster service
-account, exec plugins, token refresh) and its connection pool, and runs the blocking calls in a
-thread so the event loop never waits on the network.
+credentials come from runner/credentials.py (in-cluster service account or kubeconfig, read
+without the `kubernetes` package, which is imported only for exec plugins and auth-providers);
+requests go through a urllib3 connection pool, the blocking calls in a thread so the event loop
+never waits on the network.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
+import urllib3
 
+from . import __version__
+from .credentials import Credentials
 from .resources import ObjectRef, Resource
 
 JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+USER_AGENT = f"operator-runner/{__version__}"
 
 
 @dataclass(frozen=True)
@@ -151,32 +152,34 @@ def replace_lease(namespace: str, name: str, lease: JSON) -> Request:
 # --- sending requests ---------------------------------------------------------------------
 
 
-def load_configuration(kubeconfig: str | None = None) -> k8s_client.Configuration:
-    """The operator's credentials: in-cluster service account, else the kubeconfig."""
-    configuration = k8s_client.Configuration()
-    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        k8s_config.load_incluster_config(client_configuration=configuration)
-    else:
-        k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    return configuration
-
-
 class KubeClient:
     """Sends `Request`s with the operator's credentials."""
 
-    def __init__(self, configuration: k8s_client.Configuration) -> None:
-        self.configuration = configuration
-        self._api = k8s_client.ApiClient(configuration)
+    def __init__(self, credentials: Credentials) -> None:
+        self.credentials = credentials
+        self.host = credentials.server.rstrip("/")
+        tls: dict[str, Any] = {}
+        if self.host.startswith("https"):
+            tls["ssl_context"] = credentials.ssl_context()
+            if credentials.tls_server_name:
+                tls["server_hostname"] = credentials.tls_server_name
+        self._pool = urllib3.PoolManager(maxsize=16, **tls)
 
     def close(self) -> None:
-        self._api.close()
+        self._pool.clear()
 
     def send_sync(self, request: Request, timeout: float = 30.0) -> Any:
-        headers = {"Content-Type": request.content_type, "Accept": "application/json"}
-        self._api.update_params_for_auth(headers, None, ["BearerToken"])
-        url = self.configuration.host + request.url_path
+        headers = {
+            "Content-Type": request.content_type,
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+        }
+        authorization = self.credentials.authorization()
+        if authorization:
+            headers["Authorization"] = authorization
+        url = self.host + request.url_path
         body = None if request.body is None else json.dumps(request.body)
-        response = self._api.rest_client.pool_manager.request(
+        response = self._pool.request(
             request.method, url, body=body, headers=headers, timeout=timeout, retries=False
         )
         text = response.data.decode("utf-8", "replace")
@@ -192,14 +195,14 @@ class AsyncUpstream:
     """An aiohttp session to the API server with the operator's credentials.
 
     For what must stream or stay on the event loop: the roles' proxy and dependent watches.
-    The bearer token is read from the configuration on every request, so in-cluster token
+    The Authorization header is taken from the credentials on every request, so in-cluster token
     rotation (and exec plugins' refresh) keeps working.
     """
 
-    def __init__(self, configuration: k8s_client.Configuration) -> None:
-        self.configuration = configuration
-        self.host: str = str(configuration.host).rstrip("/")
-        self.ssl = _ssl_context(configuration) if self.host.startswith("https") else False
+    def __init__(self, credentials: Credentials) -> None:
+        self.credentials = credentials
+        self.host: str = credentials.server.rstrip("/")
+        self.ssl = credentials.ssl_context() if self.host.startswith("https") else False
         self._session: aiohttp.ClientSession | None = None
 
     @property
@@ -213,8 +216,8 @@ class AsyncUpstream:
         return self._session
 
     def auth_headers(self) -> dict[str, str]:
-        token = self.configuration.get_api_key_with_prefix("authorization")
-        return {"Authorization": token} if token else {}
+        authorization = self.credentials.authorization()
+        return {"Authorization": authorization} if authorization else {}
 
     def url(self, path_qs: str) -> str:
         return self.host + path_qs
@@ -222,13 +225,3 @@ class AsyncUpstream:
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
-
-
-def _ssl_context(configuration: k8s_client.Configuration) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, configuration.key_file)
-    if not configuration.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context

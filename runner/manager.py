@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import kopf
-
+from . import credentials as creds
 from . import kube
 from .artifacts import Artifacts
 from .controller import Controller
 from .cpus import default_concurrency, memory_limit_bytes, usable_cpus
 from .dependents import DependentWatches
 from .executor import Executor, LogEvents
+from .kopf_import import kopf
 from .kube import KubeClient
 from .ownership import Owner, Primary, RequestInfo, is_owner, same_namespace
 from .production import Production, ProductionConfig
@@ -138,9 +138,39 @@ def _settings(config: OperatorConfig) -> kopf.OperatorSettings:
     return settings
 
 
+def connection_info(credentials: creds.Credentials, trust_env: bool = False) -> kopf.ConnectionInfo:
+    """kopf's login: our credentials, with the token as it is now."""
+    header = credentials.authorization()
+    scheme, _, token = header.partition(" ") if header else ("", "", "")
+    basic = scheme == "Basic"  # kopf builds that header itself from username and password
+    return kopf.ConnectionInfo(
+        server=credentials.server,
+        ca_path=credentials.ca_file,
+        insecure=credentials.insecure,
+        username=credentials.username if basic else None,
+        password=credentials.password if basic else None,
+        scheme=None if basic else scheme or None,
+        token=None if basic else token or None,
+        certificate_path=credentials.cert_file,
+        private_key_path=credentials.key_file,
+        default_namespace=credentials.namespace,
+        trust_env=trust_env,
+    )
+
+
 async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
-    configuration = kube.load_configuration(config.kubeconfig)
-    client = KubeClient(configuration)
+    try:
+        credentials = creds.load(config.kubeconfig)
+    except creds.CredentialsError as err:
+        log.error("%s", err)
+        return 1
+    log.info(
+        "credentials: %s, server %s%s",
+        credentials.source,
+        credentials.server,
+        f" (via the kubernetes package: {credentials.plugin} user)" if credentials.fallback else "",
+    )
+    client = KubeClient(credentials)
     artifacts = Artifacts(config.artifacts_dir)
     executor = Executor(
         roles_paths=[config.watches_file.resolve().parent / "roles"],
@@ -158,7 +188,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     # --
     registry = kopf.OperatorRegistry()
     production.register(registry, config.graceful_shutdown_timeout)  # early Lease release
-    upstream = kube.AsyncUpstream(configuration)
+    upstream = kube.AsyncUpstream(credentials)
     by_kind: dict[tuple[str, str], Controller] = {}
     dependents = DependentWatches(upstream, lambda p: _trigger(by_kind, p), config.namespaces)
 
@@ -177,8 +207,9 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     await proxy.start()
 
     @kopf.on.login(registry=registry)
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        return kopf.login_via_client(**kwargs)
+    def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo:
+        """Called again by kopf on 401: a rotated token is read then."""
+        return connection_info(credentials, trust_env=settings.networking.trust_env)
 
     controllers = []
     for watch in watches:

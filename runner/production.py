@@ -35,11 +35,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import kopf
-
 from .bind import BindAddress, BindAddressError, Endpoint, parse_bind_address
 from .controller import Controller
 from .health import Health
+from .kopf_import import kopf
 from .kube import KubeClient
 from .leader import (
     LEASE_DURATION,
