@@ -156,8 +156,12 @@ class Executor:
         tmp_dir: Path,
         warm: bool = True,
         warm_idle_timeout: float = 120.0,
+        max_parallel_runs: int | None = None,
     ) -> None:
         self._env = ansible_env(tmp_dir, roles_paths)
+        # One budget for all kinds together (each kind's workers are limited on their own):
+        # no more runs in flight than the memory limit holds.
+        self._slots = asyncio.Semaphore(max_parallel_runs) if max_parallel_runs else None
         tmp_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._cancel = threading.Event()
         self._warm = warm
@@ -166,7 +170,13 @@ class Executor:
         self._active = 0  # runs holding the pool
         self._idle_timeout = warm_idle_timeout
         self._idle_timer: threading.Timer | None = None
-        log.info("executor: %s", "warm (fork servers)" if warm else "plain ansible-runner")
+        log.info(
+            "executor: %s, %s",
+            "warm (fork servers)" if warm else "plain ansible-runner",
+            f"at most {max_parallel_runs} runs at once (memory limit)"
+            if max_parallel_runs
+            else "no memory limit known",
+        )
 
     def _acquire_pool(self) -> WarmPool | None:
         """The fork servers, started with the first run (an idle operator does not pay for
@@ -226,7 +236,10 @@ class Executor:
         self._cancel.set()
 
     async def run(self, request: RunRequest) -> RunResult:
-        return await asyncio.to_thread(self.run_sync, request)
+        if self._slots is None:
+            return await asyncio.to_thread(self.run_sync, request)
+        async with self._slots:
+            return await asyncio.to_thread(self.run_sync, request)
 
     def run_sync(self, request: RunRequest) -> RunResult:
         pool = self._acquire_pool()

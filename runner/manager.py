@@ -19,7 +19,7 @@ from . import credentials as creds
 from . import kube
 from .artifacts import Artifacts
 from .controller import Controller
-from .cpus import default_concurrency, memory_limit_bytes, usable_cpus
+from .cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
 from .dependents import DependentWatches
 from .executor import Executor, LogEvents
 from .kopf_import import kopf
@@ -177,6 +177,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         tmp_dir=config.artifacts_dir / ".ansible-tmp",
         warm=config.executor == "warm",
         warm_idle_timeout=config.warm_idle_timeout,
+        max_parallel_runs=run_slots(memory_limit_bytes()),
     )
     recorder = EventRecorder(client)
     # -- metrics, health probes, leader election (runner/production.py) --

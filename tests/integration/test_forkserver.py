@@ -161,3 +161,47 @@ def test_idle_warm_executors_stop_and_start_again_with_the_next_run(tmp_path: Pa
     finally:
         executor.close()
     assert not executor.warm_running
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_runs_in_flight_stay_within_the_operators_run_slots(tmp_path: Path, slots: int) -> None:
+    import asyncio
+
+    from runner.executor import Executor, RunRequest
+
+    log = tmp_path / "log"
+    playbook = tmp_path / "project" / "main.yml"
+    playbook.parent.mkdir()
+    playbook.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        f"    - shell: echo start $(date +%s%N) >> {log}\n"
+        "    - command: sleep 3\n"
+        f"    - shell: echo end $(date +%s%N) >> {log}\n"
+    )
+    executor = Executor(roles_paths=[], tmp_dir=tmp_path / "tmp", max_parallel_runs=slots)
+
+    async def both() -> None:
+        requests = [
+            RunRequest(
+                private_dir=tmp_path / f"private-{i}",
+                ident="run",
+                playbook=playbook,
+                extravars_text="{}",
+            )
+            for i in range(2)
+        ]
+        results = await asyncio.gather(*(executor.run(r) for r in requests))
+        assert all(r.ok for r in results), [(r.status, r.stdout_tail) for r in results]
+
+    try:
+        asyncio.run(both())
+    finally:
+        executor.close()
+    events = sorted(
+        (int(t), word) for word, t in (line.split() for line in log.read_text().splitlines())
+    )
+    words = [word for _, word in events]
+    if slots == 1:
+        assert words == ["start", "end", "start", "end"]
+    else:
+        assert words == ["start", "start", "end", "end"]

@@ -278,3 +278,13 @@ def test_default_concurrency_respects_the_memory_limit(
 
     limit = None if limit_mb is None else limit_mb * 1024 * 1024
     assert default_concurrency(cpus, limit) == expected
+
+
+@pytest.mark.parametrize(
+    ("limit_mb", "expected"), [(None, None), (512, 2), (1024, 6), (256, 1), (100, 1)]
+)
+def test_run_slots_for_the_whole_operator(limit_mb: int | None, expected: int | None) -> None:
+    from runner.cpus import run_slots
+
+    limit = None if limit_mb is None else limit_mb * 1024 * 1024
+    assert run_slots(limit) == expected
