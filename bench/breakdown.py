@@ -1,0 +1,183 @@
+"""Where one EchoFlask reconcile's CPU goes, by process, on the warm executor.
+
+    python -m bench.breakdown --kubeconfig K [--runs 10] [--executor warm|plain]
+
+Starts operator-runner with the repository's watches.yaml on a fresh namespace, creates one
+EchoFlask CR (size 1) with a reconcile period of 1 s, lets it settle, then reads /proc at the
+end of each of the next `--runs` runs (between runs, so every process of a run has been
+reaped) and prints the CPU seconds per run of:
+
+- the operator process (kopf, the queue, ansible-runner's event handling, the proxy);
+- the `ansible-playbook` client processes it starts (one per run);
+- the runs: the forked `ansible-playbook`, its task workers and the shells they start (with the
+  module clients), reaped by the playbook server (plain executor: reaped by the operator);
+- the module jobs (one per module task), reaped by the module server;
+- the two servers themselves (accepting and forking).
+
+With OPERATOR_RUNNER_PROFILE=PREFIX in the environment every playbook job, task worker and
+module job also writes a cProfile file (see bench/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, config
+
+REPO = Path(__file__).resolve().parent.parent
+TICK = os.sysconf("SC_CLK_TCK")
+GROUP, VERSION, PLURAL = "swallowlab.com", "v1alpha1", "echoflasks"
+
+
+def stat(pid: int) -> tuple[float, float]:
+    """(own CPU, reaped children's CPU) of a process, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    return (utime + stime) / TICK, (cutime + cstime) / TICK
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid:
+                found.append(int(entry))
+    return found
+
+
+def snapshot(operator: int) -> dict[str, float]:
+    own, reaped = stat(operator)
+    out = {"operator": own, "playbook clients (reaped by the operator)": reaped}
+    for child in children(operator):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"runner.forkserver" in cmdline:
+            kind = cmdline[cmdline.index(b"runner.forkserver") + 1].decode()
+            server_own, jobs = stat(child)
+            label = (
+                "runs: ansible-playbook, task workers, shells"
+                if kind == "playbook"
+                else ("module jobs")
+            )
+            out[label] = jobs
+            out[f"{kind} server itself"] = server_own
+    return out
+
+
+def runs_done(log: Path) -> list[float]:
+    """Durations of the runs finished so far (from the operator's JSON log)."""
+    durations = []
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        message = str(record.get("msg", ""))
+        if message.startswith("ran reconcile in "):
+            durations.append(float(message.split()[3]))
+    return durations
+
+
+def wait_for(probe: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not probe():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.02)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--executor", choices=("warm", "plain"), default="warm")
+    args = parser.parse_args()
+    api = config.new_client_from_config(config_file=args.kubeconfig)
+    ext, core = client.ApiextensionsV1Api(api), client.CoreV1Api(api)
+    custom = client.CustomObjectsApi(api)
+    crd = yaml.safe_load((REPO / "crds" / f"{GROUP}_{PLURAL}.yaml").read_text())
+    try:
+        ext.create_custom_resource_definition(crd)
+    except client.exceptions.ApiException as err:
+        if err.status != 409:
+            raise
+    ns = f"breakdown-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": ns}})
+    work = Path(tempfile.mkdtemp(prefix="breakdown-"))
+    log = work / "operator.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "operator-runner"),
+                "run",
+                f"--watches-file={REPO / 'watches.yaml'}",
+                f"--executor={args.executor}",
+                f"--artifacts-dir={work / 'artifacts'}",
+                "--metrics-bind-address=0",
+                "--health-probe-bind-address=0",
+                "--log-format=json",
+            ],
+            env={**os.environ, "KUBECONFIG": args.kubeconfig, "WATCH_NAMESPACE": ns},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "EchoFlask",
+            "metadata": {
+                "name": "breakdown",
+                "annotations": {"ansible.sdk.operatorframework.io/reconcile-period": "1s"},
+            },
+            "spec": {"size": 1},
+        }
+        custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body)
+        warmup = 4  # creation, the dependents it made, then steady resyncs
+        wait_for(lambda: len(runs_done(log)) >= warmup, 300, "the CR did not settle")
+        rows: list[dict[str, float]] = []
+        durations: list[float] = []
+        last = None
+        for _ in range(args.runs + 1):
+            count = len(runs_done(log))
+            wait_for(lambda c=count: len(runs_done(log)) > c, 120, "no further run")
+            snap = snapshot(proc.pid)  # between runs: the next starts >= 1 s later
+            durations.append(runs_done(log)[-1])
+            if last is not None:
+                rows.append({k: snap.get(k, 0.0) - last.get(k, 0.0) for k in snap})
+            last = snap
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+        core.delete_namespace(ns)
+    keys = list(rows[0])
+    total = [sum(r.values()) for r in rows]
+    print(f"operator-runner --executor={args.executor}: EchoFlask, {len(rows)} runs (resyncs)")
+    print(f"{'CPU s per run (mean of the runs)':<50} {'mean':>7} {'min':>7} {'max':>7}")
+    for key in keys:
+        values = [r[key] for r in rows]
+        print(f"{key:<50} {statistics.mean(values):>7.3f} {min(values):>7.3f} {max(values):>7.3f}")
+    print(f"{'total':<50} {statistics.mean(total):>7.3f} {min(total):>7.3f} {max(total):>7.3f}")
+    print(f"{'wall s per run (the operator log)':<50} {statistics.mean(durations[1:]):>7.3f}")
+    print(f"operator log: {log}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
