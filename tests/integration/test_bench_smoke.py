@@ -1,6 +1,7 @@
 """Smoke test of the benchmark harness (bench/, `make bench`): the latency scenario with two CRs,
 operator-runner only (no peer), on the test cluster. Checks that the harness starts the operator
-under its launcher, sees the CRs turn Successful, samples the process tree and writes its JSON.
+under its launcher, sees the CRs turn Successful, samples the process tree and writes its JSON,
+and that the operator gives its warm executors back once idle.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def test_latency_scenario_for_ours(cluster: Cluster, tmp_path: Path) -> None:
             "--cap", "180",
             "--work", str(tmp_path / "work"),
             "--out", str(out),
+            "--ours-arg=--warm-idle-timeout=5s",  # the steady idle memory within seconds
         ],
         cwd=REPO, capture_output=True, text=True, timeout=230,
     )  # fmt: skip
@@ -43,3 +45,6 @@ def test_latency_scenario_for_ours(cluster: Cluster, tmp_path: Path) -> None:
     assert ours["runs"] >= 2  # ansible-playbook processes were counted
     assert ours["rusage_children_at_exit"]["rc"] == 0  # stopped cleanly through the launcher
     assert any(line.startswith("latency p50") for line in data["table"])
+    # its CRs deleted and 5 s without a run, the operator stopped its warm executors
+    assert ours["idle_settled_nprocs"] == 1
+    assert 0 < ours["idle_settled_rss_mib"] < ours["idle_rss_mib"]
