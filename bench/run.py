@@ -600,7 +600,7 @@ def burst(s: Session, n: int, size: int) -> None:
     )
 
 
-def scale(s: Session, n: int, period: float) -> None:
+def scale(s: Session, n: int, period: float, resync: bool = True) -> None:
     names = [f"scale-{i:04d}" for i in range(n)]
     ann = {PERIOD_ANNOTATION: f"{int(period)}s"}
     a = s.op.sampler.now()
@@ -633,6 +633,8 @@ def scale(s: Session, n: int, period: float) -> None:
         rss_main_idle_with_crs_mib=rss_main / MiB,
         idle_before_resync=quiet and idle,
     )
+    if not resync:
+        return
     # one full resync: the next N runs after the quiet point
     runs0 = s.op.sampler.now().runs
     start = None
@@ -778,6 +780,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--burst", type=int)
     p.add_argument("--n", type=int, help="CRs of the scale/resync scenario")
     p.add_argument(
+        "--skip-resync",
+        action="store_true",
+        help="scale: stop after the memory with N CRs (no full resync)",
+    )
+    p.add_argument(
         "--ours-arg", action="append", default=[], help="extra argument for operator-runner run"
     )
     p.add_argument("--watches-file", type=Path, default=REPO / "watches.yaml")
@@ -853,7 +860,7 @@ def main(argv: list[str] | None = None) -> int:
                         burst(s, sizes["burst"], a.size)
                     elif scen == "scale":
                         assert period is not None
-                        scale(s, sizes["scale"], period)
+                        scale(s, sizes["scale"], period, resync=not a.skip_resync)
                     else:
                         raise SystemExit(f"bench: unknown scenario {scen}")
             except DidNotFinish as exc:
