@@ -758,7 +758,13 @@ def table(results: dict[str, Any], sizes: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- main
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
+    # SIGTERM (kill, make's Ctrl-C path) unwinds like Ctrl-C: the operators are stopped
+    signal.signal(signal.SIGTERM, _interrupt)
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
     p.add_argument("--scale", choices=sorted(SCALES), default="small")
     p.add_argument("--out", type=Path)
