@@ -24,16 +24,15 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import yaml
 from kubernetes import client, config
+
+from .reconcile_cost import start_operator, wait
 
 REPO = Path(__file__).resolve().parent.parent
 TICK = os.sysconf("SC_CLK_TCK")
@@ -95,14 +94,6 @@ def runs_done(log: Path) -> list[float]:
     return durations
 
 
-def wait_for(probe: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not probe():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.02)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
@@ -122,22 +113,7 @@ def main() -> int:
     core.create_namespace({"metadata": {"name": ns}})
     work = Path(tempfile.mkdtemp(prefix="breakdown-"))
     log = work / "operator.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "operator-runner"),
-                "run",
-                f"--watches-file={REPO / 'watches.yaml'}",
-                f"--executor={args.executor}",
-                f"--artifacts-dir={work / 'artifacts'}",
-                "--metrics-bind-address=0",
-                "--health-probe-bind-address=0",
-                "--log-format=json",
-            ],
-            env={**os.environ, "KUBECONFIG": args.kubeconfig, "WATCH_NAMESPACE": ns},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    proc = start_operator(args.kubeconfig, ns, REPO / "watches.yaml", args.executor, work)
     try:
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
@@ -150,13 +126,13 @@ def main() -> int:
         }
         custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body)
         warmup = 4  # creation, the dependents it made, then steady resyncs
-        wait_for(lambda: len(runs_done(log)) >= warmup, 300, "the CR did not settle")
+        wait(lambda: len(runs_done(log)) >= warmup, 300, "the CR did not settle")
         rows: list[dict[str, float]] = []
         durations: list[float] = []
         last = None
         for _ in range(args.runs + 1):
             count = len(runs_done(log))
-            wait_for(lambda c=count: len(runs_done(log)) > c, 120, "no further run")
+            wait(lambda c=count: len(runs_done(log)) > c, 120, "no further run")
             snap = snapshot(proc.pid)  # between runs: the next starts >= 1 s later
             durations.append(runs_done(log)[-1])
             if last is not None:

@@ -110,12 +110,36 @@ def successful(
     return False
 
 
-def wait(probe: Any, timeout: float) -> None:
+def wait(probe: Any, timeout: float, what: str = "condition not met") -> None:
     deadline = time.monotonic() + timeout
     while not probe():
         if time.monotonic() > deadline:
-            raise TimeoutError("condition not met")
+            raise TimeoutError(what)
         time.sleep(0.05)
+
+
+def start_operator(
+    kubeconfig: str, ns: str, watches: Path, executor: str, work: Path, *extra: str
+) -> subprocess.Popen[bytes]:
+    """operator-runner on `ns` with `watches`, JSON log in WORK/operator.log, artifacts in
+    WORK/artifacts, no metrics or probe endpoints (also used by bench/breakdown.py)."""
+    with (work / "operator.log").open("wb") as log:
+        return subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "operator-runner"),
+                "run",
+                f"--watches-file={watches}",
+                f"--executor={executor}",
+                f"--artifacts-dir={work / 'artifacts'}",
+                "--metrics-bind-address=0",
+                "--health-probe-bind-address=0",
+                "--log-format=json",
+                *extra,
+            ],
+            env={**os.environ, "KUBECONFIG": kubeconfig, "WATCH_NAMESPACE": ns},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def measure(kubeconfig: str, executor: str, runs: int, crs: int) -> dict[str, Any]:
@@ -124,22 +148,8 @@ def measure(kubeconfig: str, executor: str, runs: int, crs: int) -> dict[str, An
     ns = f"cost-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": ns}})
     tmp = Path(tempfile.mkdtemp(prefix="cost-"))
-    log = (tmp / "operator.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "operator-runner"),
-            "run",
-            f"--watches-file={HERE / 'watches-cost.yaml'}",
-            f"--executor={executor}",
-            f"--artifacts-dir={tmp / 'artifacts'}",
-            "--metrics-bind-address=0",
-            "--health-probe-bind-address=0",
-            "--log-format=json",
-            "--ansible-verbosity=0",
-        ],
-        env={**os.environ, "KUBECONFIG": kubeconfig, "WATCH_NAMESPACE": ns},
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    proc = start_operator(
+        kubeconfig, ns, HERE / "watches-cost.yaml", executor, tmp, "--ansible-verbosity=0"
     )
     result: dict[str, Any] = {"executor": executor}
     try:
