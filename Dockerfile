@@ -3,7 +3,7 @@
 # roles/, playbooks/).
 #
 #   docker build -t IMG .                      # or: make docker-build IMG=...
-#   docker build --build-arg BASE_IMAGE=... .  # any Python 3.11 image (Debian-based: tini from apt)
+#   docker build --build-arg BASE_IMAGE=... .  # any Python 3.11-3.13 image (Debian-based: tini from apt)
 #
 # CI builds it without Docker or a registry: `hack/image.sh build` (buildah, on a base made
 # with debootstrap). The image runs as uid 1001 with a read-only root filesystem: everything it
@@ -25,7 +25,7 @@ FROM ${BASE_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_ROOT_USER_ACTION=ignore
-RUN python3 -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
+RUN python3 -c 'import sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13), sys.version' \
  && python3 -m venv /opt/venv
 WORKDIR /src
 # Dependencies first: this layer stays cached while only the runner's code changes.

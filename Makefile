@@ -7,7 +7,11 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-PYTHON ?= python3.11
+# The newest supported Python found (3.13, 3.12, 3.11: on PATH, else in pyenv's versions), or
+# PYTHON=/path/to/python3.x.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(or $(shell hack/find-python.sh),python3)
+endif
 VENV := .venv
 BIN := $(VENV)/bin
 CLUSTER_NAME ?= operator-runner
@@ -21,20 +25,13 @@ MOLECULE := env PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/molecule
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_-]+:.*?##/ { gsub(/\$$\$$/, "$$", $$2); printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Development
 
-$(VENV)/.stamp: pyproject.toml constraints.txt hack/install_collections.py
-	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make: $(PYTHON) not found; install Python 3.11 (or run with PYTHON=/path/to/python3.11)" >&2; exit 1; }
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "make: $(PYTHON) is not Python 3.11" >&2; exit 1; }
-	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
-	$(BIN)/python hack/install_collections.py
-	@touch $@
-
 .PHONY: venv
-venv: $(VENV)/.stamp ## Create .venv with the pinned Python dependencies and the kubernetes.core collection.
+venv: ## Create or update .venv (pinned Python dependencies, kubernetes.core) with the newest supported Python, or PYTHON=...; quick when up to date.
+	@hack/venv.sh "$(PYTHON)" $(VENV)
 
 .PHONY: lock
 lock: ## Re-resolve constraints.txt from pyproject.toml (newest versions inside its ranges).
@@ -54,10 +51,8 @@ unit: venv ## Unit tests only (no cluster).
 	$(BIN)/pytest tests/unit -q
 
 .PHONY: test
-test: venv lint ## Lint, unit tests, integration tests and molecule on throwaway local clusters (or $$OPERATOR_RUNNER_KUBECONFIG).
-	$(BIN)/pytest tests -q -ra
-	$(MAKE) --no-print-directory molecule-syntax
-	hack/with-cluster.sh $(MOLECULE) test -s default
+test: ## What CI runs: lint, unit tests on every supported Python found, the binaries, then integration tests and molecule on one throwaway local cluster (or $$OPERATOR_RUNNER_KUBECONFIG).
+	@PYTHON="$(PYTHON)" MAKE="$(MAKE)" hack/test.sh $(TEST_ARGS)
 
 .PHONY: molecule
 molecule: venv ## Molecule scenario `default` on the local cluster (or $$OPERATOR_RUNNER_KUBECONFIG).
@@ -131,8 +126,8 @@ undeploy: ## Remove what `make deploy` made, except the CRDs and the CRs (`make 
 ##@ Local cluster
 
 .PHONY: binaries
-binaries: ## Build the control plane's binaries (cached outside the repo).
-	@hack/build-binaries.sh
+binaries: ## Build the control plane's binaries once per machine (cached outside the repo; progress on the way).
+	@hack/build-binaries.sh >/dev/null
 
 .PHONY: cluster
 cluster: ## Create the local cluster (or reuse it) and print how to use it.

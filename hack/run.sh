@@ -11,6 +11,10 @@ repo=$(dirname "$here")
 kubectl=$here/kubectl.sh
 where=${KUBECONFIG:-~/.kube/config}
 
+# A kubectl first: ours when built, else one on PATH, else ours, built now (with its progress
+# shown: the first build of the local control plane takes minutes).
+"$kubectl" version --client >/dev/null
+
 if "$kubectl" --request-timeout=5s get --raw /readyz >/dev/null 2>&1; then
   echo "run: using the cluster of $where (context $("$kubectl" config current-context 2>/dev/null || echo none))" >&2
 else

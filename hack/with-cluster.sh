@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run a command with KUBECONFIG set to a cluster: $OPERATOR_RUNNER_KUBECONFIG when it is set,
 # else a throwaway local cluster that is always deleted afterwards (also when the command fails
-# or the run is interrupted with Ctrl-C or SIGTERM), as tests/integration/conftest.py does.
+# or the run is interrupted with Ctrl-C or SIGTERM). The command also gets
+# OPERATOR_RUNNER_KUBECONFIG, so that the integration tests it runs use that one cluster.
 #
 #   hack/with-cluster.sh COMMAND [ARGS...]
 set -euo pipefail
@@ -54,7 +55,7 @@ trap 'on_signal 143' TERM
 
 "$here/cluster.sh" up "$name"
 kubeconfig=$("$here/cluster.sh" kubeconfig "$name")
-export KUBECONFIG=$kubeconfig
+export KUBECONFIG=$kubeconfig OPERATOR_RUNNER_KUBECONFIG=$kubeconfig
 # In the background so that a signal reaches our trap at once (bash defers traps while it waits
 # for a foreground command).
 "$@" &

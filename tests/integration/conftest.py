@@ -22,6 +22,7 @@ from kubernetes import client, config
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SH = REPO / "hack" / "cluster.sh"
+BUILD_BINARIES_SH = REPO / "hack" / "build-binaries.sh"
 
 
 @dataclass(frozen=True)
@@ -50,13 +51,21 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def built_binaries() -> Path:
+    """The folder of the control plane's binaries. They are built before pytest starts (`make
+    test`, `make binaries`), never inside a test, where a cold build would run into the test's
+    timeout."""
+    proc = subprocess.run(
+        [str(BUILD_BINARIES_SH), "--check"], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        pytest.fail(proc.stderr.strip() or "hack/build-binaries.sh --check failed", pytrace=False)
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
-    bin_dir = Path(
-        subprocess.run([str(CLUSTER_SH), "bin-dir"], check=True, capture_output=True, text=True)
-        .stdout.strip()
-        .splitlines()[-1]
-    )
+    bin_dir = built_binaries()
     given = os.environ.get("OPERATOR_RUNNER_KUBECONFIG")
     if given:
         yield Cluster(name="(given)", kubeconfig=Path(given), bin_dir=bin_dir)

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `make test`: everything CI runs, in steps that each say what they do and how long they took.
+#
+#   1. .venv with $PYTHON (the newest supported Python found, or PYTHON=...)
+#   2. lint: ruff, mypy
+#   3. the other supported Pythons found on PATH: their own virtualenv, unit tests and mypy
+#   4. the local control plane's binaries (built once per machine, before any test starts)
+#   5. one throwaway local cluster for the rest of the run (or $OPERATOR_RUNNER_KUBECONFIG):
+#      pytest (unit and integration tests), molecule syntax check, molecule scenario `default`
+#
+# Arguments are passed to pytest (e.g. hack/test.sh -k reconcile).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$here")
+cd "$repo"
+PYTHON=${PYTHON:-$(hack/find-python.sh || echo python3)}
+MAKE=${MAKE:-make}
+BIN=.venv/bin
+
+run_start=$SECONDS
+summary=()
+step() { # step TITLE CMD...: one step with a header and its time in the summary
+  local title=$1 start=$SECONDS; shift
+  printf '\n==> %s\n' "$title" >&2
+  "$@"
+  summary+=("$(printf '%6ds  %s' $((SECONDS - start)) "$title")")
+}
+finish() {
+  local rc=$?
+  if [ ${#summary[@]} -gt 0 ]; then
+    printf '\n==> make test: steps and their wall times\n' >&2
+    printf '%s\n' "${summary[@]}" >&2
+    printf '%6ds  total (%s)\n' $((SECONDS - run_start)) "$([ $rc = 0 ] && echo passed || echo "FAILED, exit $rc")" >&2
+  fi
+}
+trap finish EXIT
+
+main_version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)
+
+other_pythons() {
+  local python version found=0
+  for python in $(hack/find-python.sh --all); do
+    version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    [ "$version" = "$main_version" ] && continue
+    found=1
+    hack/venv.sh "$python" ".venv-$version"
+    echo "unit tests and mypy on Python $version" >&2
+    ".venv-$version/bin/pytest" tests/unit -q -p no:cacheprovider
+    ".venv-$version/bin/mypy" --python-version "$version" --cache-dir ".mypy_cache-$version"
+  done
+  [ $found = 1 ] || echo "no other supported Python (3.11-3.13) found: only $main_version is tested" >&2
+}
+
+on_cluster() {
+  "$BIN/pytest" tests -q -ra --durations=15 "$@"
+  "$MAKE" --no-print-directory molecule-syntax
+  env PATH="$repo/$BIN:$PATH" "$BIN/molecule" test -s default
+}
+
+if [ "${1:-}" = "--on-cluster" ]; then # step 5, inside hack/with-cluster.sh
+  shift
+  on_cluster "$@"
+  exit
+fi
+
+step "venv (Python ${main_version:-?}: $PYTHON)" hack/venv.sh "$PYTHON" .venv
+step "lint (ruff, mypy)" "$MAKE" --no-print-directory lint
+step "unit tests and mypy on the other supported Pythons" other_pythons
+step "the local control plane's binaries" hack/build-binaries.sh
+step "integration tests and molecule on one local cluster" hack/with-cluster.sh "$here/test.sh" --on-cluster "$@"

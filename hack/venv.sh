@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Create or update a virtualenv with the pinned Python dependencies and the kubernetes.core
+# collection, with progress on stderr. Quick (no pip at all) when it is up to date: the
+# virtualenv records a key of its inputs (pyproject.toml, constraints.txt, the collection
+# installer, the Python version) and is remade when one of them changes.
+#
+#   hack/venv.sh PYTHON DIR     e.g. hack/venv.sh python3.13 .venv
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$here")
+python=${1:?usage: hack/venv.sh PYTHON DIR}
+venv=${2:?usage: hack/venv.sh PYTHON DIR}
+MIN=3.11 MAX=3.13
+
+die() { echo "venv: $*" >&2; exit 1; }
+
+command -v "$python" >/dev/null 2>&1 ||
+  die "no Python interpreter '$python' on PATH. Install Python 3.11, 3.12 or 3.13 (e.g. apt-get install python3), or name one with PYTHON=/path/to/python3.x."
+version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])') ||
+  die "'$python' does not run."
+"$python" -c "import sys; sys.exit(not ((${MIN/./, }) <= sys.version_info[:2] <= (${MAX/./, })))" ||
+  die "'$python' is Python $version; operator-runner needs Python $MIN to $MAX (ansible-core 2.19's range). Name one with PYTHON=/path/to/python3.x."
+"$python" -c 'import venv, ensurepip' 2>/dev/null ||
+  die "'$python' (Python $version) lacks the venv module or ensurepip; on Debian or Ubuntu: apt-get install python$version-venv."
+
+key=$(cat "$repo/pyproject.toml" "$repo/constraints.txt" "$repo/hack/install_collections.py" |
+  sha256sum | cut -c1-16)-$version
+stamp=$venv/.stamp
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ] && [ -x "$venv/bin/python" ]; then
+  exit 0
+fi
+
+start=$SECONDS
+if [ -x "$venv/bin/python" ] && [ "$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" != "$version" ]; then
+  echo "venv: $venv is of another Python; making it anew with Python $version" >&2
+  rm -rf "$venv"
+fi
+rm -f "$stamp"
+if [ ! -x "$venv/bin/python" ]; then
+  echo "venv: creating $venv with $(command -v "$python") (Python $version)" >&2
+  "$python" -m venv "$venv"
+fi
+count=$(grep -cE '^[A-Za-z0-9]' "$repo/constraints.txt")
+echo "venv: installing operator-runner and its $count pinned dependencies into $venv (about a minute the first time) ..." >&2
+# pip's own lines (one per package it collects and installs) are the progress; the rest of
+# its output is kept in $venv/pip.log.
+log=$venv/pip.log
+set +e
+"$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
+  -c "$repo/constraints.txt" -e "$repo[dev]" 2>&1 | tee "$log" |
+  grep --line-buffered -E '^(Collecting|Successfully installed|ERROR|WARNING: Retrying)' | cut -c1-100 >&2
+rc=${PIPESTATUS[0]}
+set -e
+if [ "$rc" != 0 ]; then
+  tail -n 15 "$log" >&2
+  if grep -qiE 'No space left on device' "$log"; then
+    die "the disk is full (df -h $venv); free some space and run 'make venv' again."
+  elif grep -qiE 'Could not find a version|NewConnectionError|Max retries exceeded|Temporary failure in name resolution' "$log"; then
+    die "pip could not reach the package index (PyPI, or PIP_INDEX_URL); check the network and run 'make venv' again. Full log: $log"
+  fi
+  die "pip failed (exit $rc); full log: $log"
+fi
+echo "venv: installing the kubernetes.core collection (from the ansible $("$venv/bin/python" -c 'import sys; sys.path.insert(0, "'"$here"'"); import install_collections as m; print(m.ANSIBLE_VERSION)') wheel) ..." >&2
+"$venv/bin/python" "$here/install_collections.py"
+echo "$key" >"$stamp"
+echo "venv: $venv ready (Python $version) in $((SECONDS - start)) s" >&2
