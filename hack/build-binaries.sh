@@ -56,14 +56,17 @@ fi
 
 # --- set-up checks: one clear message for each way a machine can be unfit ------------------
 
-writable_dir() { # writable_dir DIR WHAT: DIR exists (or can be made) and is ours to write
-  local dir=$1 what=$2 probe=$1
+writable_dir() { # writable_dir DIR WHAT VAR: DIR is ours (or can be made) and writable
+  local dir=$1 what=$2 var=$3 probe=$1 owner
   while [ ! -e "$probe" ]; do probe=$(dirname "$probe"); done
-  if [ ! -w "$probe" ] || { [ -e "$dir" ] && [ "$(stat -c %u "$dir")" != "$(id -u)" ] && [ ! -w "$dir" ]; }; then
-    local owner; owner=$(stat -c %U "$probe" 2>/dev/null || echo '?')
-    die "$what $dir is not writable by $(id -un) (it belongs to $owner). Run as $owner, fix its ownership (chown -R $(id -un) $dir), or point $3 at a folder of yours."
+  owner=$(stat -c %U "$probe" 2>/dev/null || echo '?')
+  # A cache of another user's is refused even where we could write to it (root): files of ours
+  # in it would break that user's next build.
+  if [ "$probe" = "$dir" ] && [ "$(stat -c %u "$dir")" != "$(id -u)" ]; then
+    die "$what $dir belongs to user $owner, not to $(id -un). Run as $owner, or point $var at a folder of yours (e.g. $var=\$HOME/.cache/...)."
   fi
-  mkdir -p "$dir" 2>/dev/null || die "cannot create $what $dir; point $3 at a folder of yours."
+  [ -w "$probe" ] || die "$what $dir cannot be created: $probe is not writable by $(id -un) (it belongs to $owner). Point $var at a folder of yours."
+  mkdir -p "$dir" 2>/dev/null || die "cannot create $what $dir; point $var at a folder of yours."
 }
 
 free_mb() { df -Pm "$1" 2>/dev/null | awk 'NR == 2 { print $4 }'; }
