@@ -18,6 +18,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
 . "$here/versions.env"
+# shellcheck source=lib/progress.sh
+. "$here/lib/progress.sh"
 
 CACHE_ROOT=${OPERATOR_RUNNER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operator-runner}
 BIN_DIR=$CACHE_ROOT/bin/k8s-$KUBE_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION
@@ -31,7 +33,6 @@ NEED_MB=7000
 
 die() { echo "build-binaries: $*" >&2; exit 1; }
 say() { echo "build-binaries: $*" >&2; }
-elapsed() { local s=$1; printf '%dm%02ds' $((s / 60)) $((s % 60)); }
 
 has_version() { # has_version BINARY: it is in $BIN_DIR and reports the pinned version
   local bin=$BIN_DIR/$1 out want
@@ -129,24 +130,12 @@ explain_failure() {
   die "$what failed; full log: $log"
 }
 
-# run_step NAME CMD...: one build step, its output in $BUILD_DIR/NAME.log, progress on stderr
-# every 30 s (what, how long so far, where it goes).
+# run_step NAME CMD...: one build step, its output in $BUILD_DIR/NAME.log, progress on stderr.
 run_step() {
-  local name=$1; shift
-  local log=$BUILD_DIR/$name.log start=$SECONDS pid
+  local name=$1 start=$SECONDS; shift
+  local log=$BUILD_DIR/$name.log
   say "$name: started (log: $log)"
-  "$@" >"$log" 2>&1 &
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    for _ in $(seq 30); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 1
-    done
-    kill -0 "$pid" 2>/dev/null && say "$name: still running, $(elapsed $((SECONDS - start))) so far"
-  done
-  if ! wait "$pid"; then
-    explain_failure "$log" "$name"
-  fi
+  with_progress build-binaries "$name" "$log" "$@" || explain_failure "$log" "$name"
   say "$name: done in $(elapsed $((SECONDS - start)))"
 }
 

@@ -30,6 +30,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
+# shellcheck source=lib/progress.sh
+. "$here/lib/progress.sh"
 CACHE=${OPERATOR_RUNNER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operator-runner}/image
 SUITE=bookworm
 BASE_PACKAGES=python3,python3-venv,ca-certificates
@@ -147,7 +149,7 @@ base() { # print the name of the base image, making it when missing
     say "debootstrap $SUITE ($BASE_PACKAGES) into $rootfs ... (log: $CACHE/logs/debootstrap-$key.log)"
     mkdir -p "$CACHE/logs"
     start=$SECONDS
-    if ! make_rootfs "$rootfs" >"$CACHE/logs/debootstrap-$key.log" 2>&1; then
+    if ! with_progress image debootstrap "$CACHE/logs/debootstrap-$key.log" make_rootfs "$rootfs"; then
       tail -n 20 "$CACHE/logs/debootstrap-$key.log" >&2
       rm -rf "$rootfs"
       die "making the base root filesystem failed; log: $CACHE/logs/debootstrap-$key.log"
@@ -224,10 +226,10 @@ build() { # print the name of the operator image, building it when missing
   # No --layers: with the vfs driver every cached layer is a full copy of the tree (a cold build
   # takes 2.5x as long); the content hash above is the cache.
   # shellcheck disable=SC2086 # $secret is one option or nothing
-  if ! bah bud --pull-never $secret \
+  if ! with_progress image "building $name" "$log" bah bud --pull-never $secret \
       --build-arg "BASE_IMAGE=$base_ref" \
       --label "io.github.operator-runner.content-hash=${name##*:}" \
-      -f "$repo/Dockerfile" -t "$name" "$repo" >"$log" 2>&1; then
+      -f "$repo/Dockerfile" -t "$name" "$repo"; then
     tail -n 30 "$log" >&2
     die "building the image failed; log: $log"
   fi

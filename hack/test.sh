@@ -4,7 +4,9 @@
 #   1. .venv with $PYTHON (the newest supported Python found, or PYTHON=...)
 #   2. lint: ruff, mypy
 #   3. the other supported Pythons found on PATH: their own virtualenv, unit tests and mypy
-#   4. the local control plane's binaries (built once per machine, before any test starts)
+#   4. the local control plane's binaries (built once per machine, before any test starts), and,
+#      as root, the operator image (hack/image.sh build, cached by content hash) that
+#      tests/integration/test_image.py runs
 #   5. one throwaway local cluster for the rest of the run (or $OPERATOR_RUNNER_KUBECONFIG):
 #      pytest (unit and integration tests), molecule syntax check, molecule scenario `default`
 #
@@ -68,4 +70,9 @@ step "venv (Python ${main_version:-?}: $PYTHON)" hack/venv.sh "$PYTHON" .venv
 step "lint (ruff, mypy)" "$MAKE" --no-print-directory lint
 step "unit tests and mypy on the other supported Pythons" other_pythons
 step "the local control plane's binaries" hack/build-binaries.sh
+if [ "$(id -u)" = 0 ]; then
+  step "the operator image (buildah on a debootstrap base)" hack/image.sh build
+else
+  echo "not root: the operator image is not built and tests/integration/test_image.py is skipped" >&2
+fi
 step "integration tests and molecule on one local cluster" hack/with-cluster.sh "$here/test.sh" --on-cluster "$@"
