@@ -116,7 +116,8 @@ def run(args: argparse.Namespace, root: Path | None = None) -> int:
             done = f"added {args.kind}"
             after = "next: write the role, then make install run (or make molecule)"
     except ScaffoldError as exc:
-        print(f"operator-runner {args.command}: {exc}", file=sys.stderr)
+        command = "init" if args.command == "init" else "create api"
+        print(f"operator-runner {command}: {exc}", file=sys.stderr)
         return 1
     for path in sorted(plan.files):
         print(f"  {path}")

@@ -63,3 +63,24 @@ def test_scaffold_imports_nothing_of_the_runtime() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_the_console_script_has_init_and_create_api(tmp_path: Path) -> None:
+    exe = Path(sys.executable).parent / "operator-runner"
+    project = tmp_path / "guestbook-operator"
+    project.mkdir()
+
+    def command(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(exe), *argv], cwd=project, capture_output=True, text=True, timeout=60
+        )
+
+    assert command("init", "--domain", "example.com").returncode == 0
+    assert "guestbook-operator-system" in (project / "deploy/kustomization.yaml").read_text()
+    created = command(
+        "create", "api", "--group", "webapp", "--version", "v1", "--kind", "Guestbook"
+    )
+    assert created.returncode == 0, created.stderr
+    again = command("create", "api", "--group", "webapp", "--version", "v1", "--kind", "Guestbook")
+    assert again.returncode == 1
+    assert again.stderr.startswith("operator-runner create api: Guestbook of group webapp.")
