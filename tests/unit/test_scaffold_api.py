@@ -328,3 +328,38 @@ def test_files_that_cannot_be_appended_to_write_nothing(
     with pytest.raises(ScaffoldError, match=message):
         create_api(project, guestbook())
     assert snapshot(project) == before
+
+
+def structural_problems(node: dict[str, Any], where: str = "") -> list[str]:
+    """What makes a schema non-structural (apiextensions.k8s.io/v1), in short."""
+    problems = []
+    if "type" not in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+        problems.append(f"{where or '/'}: no type")
+    if node.get("type") == "array" and "items" not in node:
+        problems.append(f"{where}: array without items")
+    if node.get("type") not in (None, "object") and "properties" in node:
+        problems.append(f"{where}: properties on a {node['type']}")
+    for keyword in ("anyOf", "oneOf", "allOf", "not", "additionalItems", "$ref"):
+        if keyword in node:
+            problems.append(f"{where}: {keyword}")
+    for key, child in node.get("properties", {}).items():
+        problems += structural_problems(child, f"{where}/{key}")
+    if isinstance(node.get("items"), dict):
+        problems += structural_problems(node["items"], f"{where}[]")
+    return problems
+
+
+def test_generated_schemas_are_structural(project: Path, tmp_path: Path) -> None:
+    rich = tmp_path / "rich.yaml"
+    rich.write_text(
+        "spec: {a: 1, b: [], c: [1, x], d: null, e: {}, f: [{g: 1}, {h: [true]}], i: [[]]}\n"
+    )
+    create_api(project, guestbook(rich))
+    create_api(project, ApiRequest(group="webapp", version="v1", kind="Visitor"))
+    repo = Path(__file__).resolve().parents[2]
+    crds = [*project.glob("crds/*.yaml"), *repo.glob("crds/*.yaml")]
+    assert len(crds) >= 4
+    for path in crds:
+        crd = yaml.safe_load(path.read_text())
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        assert structural_problems(schema) == [], path

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -213,3 +215,20 @@ def test_something_in_the_way_is_refused_even_with_force(tmp_path: Path) -> None
 def test_templates_are_package_data() -> None:
     assert "Makefile" in project_templates()
     assert "FROM ${OPERATOR_RUNNER_IMAGE}" in template("project/Dockerfile")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_makefile_runs(project: Path) -> None:
+    def make(*argv: str) -> str:
+        return subprocess.run(
+            ["make", *argv], cwd=project, capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+
+    listed = make("help")
+    for target in ("install", "uninstall", "run", "deploy", "undeploy", "docker-build"):
+        assert f"  {target} " in listed
+    assert "molecule test -s default" in make("-n", "test")
+    assert "build --build-arg OPERATOR_RUNNER_IMAGE=operator-runner:latest -t reg/gb:v1 ." in make(
+        "-n", "docker-build", "IMG=reg/gb:v1"
+    )
+    assert "run --watches-file=./watches.yaml" in make("-n", "run")
