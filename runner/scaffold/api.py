@@ -10,6 +10,7 @@ nothing.
 
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,13 @@ def _defaults(spec: dict[str, Any] | None, request: ApiRequest, snake: str) -> d
     if spec:
         converted = snake_keys(spec)
         assert isinstance(converted, dict)
-        values.update(converted)
+        # Keys that are no Ansible variable name ("my.key") reach the role only inside
+        # _<group>_<kind>_spec; they cannot be defaults.
+        values.update(
+            (key, value)
+            for key, value in converted.items()
+            if isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key)
+        )
     if not request.namespaced:
         values[f"{snake}_namespace"] = "default"
     return values

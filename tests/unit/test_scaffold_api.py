@@ -363,3 +363,12 @@ def test_generated_schemas_are_structural(project: Path, tmp_path: Path) -> None
         crd = yaml.safe_load(path.read_text())
         schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         assert structural_problems(schema) == [], path
+
+
+def test_spec_keys_that_are_no_variable_names_are_left_out_of_the_defaults(
+    project: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "odd.yaml"
+    path.write_text("spec: {my.key: 1, 2: two, class: x, goodKey: 3}\n")
+    create_api(project, guestbook(path))
+    assert load(project, "roles/guestbook/defaults/main.yml") == {"good_key": 3}
