@@ -149,7 +149,7 @@ def _content_files(plan: Plan, request: ApiRequest, values: dict[str, str], spec
             f"---\n# {request.kind} ({values['api_version']}): what operator-runner runs for "
             f"every {request.kind}\n# (watches.yaml: playbook). Extra vars (the spec) win over "
             "the play's vars.\n"
-            f"- name: Reconcile a {request.kind}\n  hosts: localhost\n  gather_facts: false\n"
+            f"- name: Reconcile {values['a_kind']}\n  hosts: localhost\n  gather_facts: false\n"
             f"{play_vars}  tasks:\n{_indent(tasks, 4)}",
         )
         return f"playbook: playbooks/{snake}.yml"
@@ -212,6 +212,7 @@ def create_api(root: Path, request: ApiRequest) -> Plan:
     source = f"playbooks/{snake}.yml" if request.generate_playbook else f"roles/{snake}"
     values = {
         "kind": kind,
+        "a_kind": f"{'an' if kind[0] in 'AEIOU' else 'a'} {kind}",
         "lower_kind": lower,
         "snake_kind": snake,
         "api_version": api_version,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,8 @@ def test_role_from_a_sample(project: Path, sample: Path) -> None:
     changed = {path for path in before if before[path] != after[path]}
     assert changed == {"watches.yaml", "config/samples/Kustomization", "deploy/rbac/role.yaml"}
     assert set(plan.files) == (set(after) - set(before)) | changed
+    for path in plan.files:
+        assert not re.search(r"@[a-z_]+@", after[path]), path
     for path in changed:  # appended: what was there stays, comments included
         assert after[path].startswith(before[path].rstrip("[]\n #:abcdefghijklmnopqrstuvwxyz"))
 
@@ -372,3 +375,9 @@ def test_spec_keys_that_are_no_variable_names_are_left_out_of_the_defaults(
     path.write_text("spec: {my.key: 1, 2: two, class: x, goodKey: 3}\n")
     create_api(project, guestbook(path))
     assert load(project, "roles/guestbook/defaults/main.yml") == {"good_key": 3}
+
+
+def test_articles(project: Path) -> None:
+    create_api(project, ApiRequest(group="webapp", version="v1", kind="EchoFlask"))
+    text = (project / "roles/echo_flask/tasks/main.yml").read_text()
+    assert "what an EchoFlask asks for" in text
