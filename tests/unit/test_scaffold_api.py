@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -381,3 +383,34 @@ def test_articles(project: Path) -> None:
     create_api(project, ApiRequest(group="webapp", version="v1", kind="EchoFlask"))
     text = (project / "roles/echo_flask/tasks/main.yml").read_text()
     assert "what an EchoFlask asks for" in text
+
+
+ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
+
+
+@pytest.mark.skipif(not ANSIBLE_PLAYBOOK.exists(), reason="no ansible-playbook beside Python")
+def test_generated_ansible_passes_syntax_check(project: Path, sample: Path) -> None:
+    create_api(project, guestbook(sample))
+    visitor = ApiRequest(group="webapp", version="v1", kind="Visitor", generate_playbook=True)
+    create_api(project, visitor)
+    (project / "check.yml").write_text("- hosts: localhost\n  roles: [guestbook]\n")
+    repo = Path(__file__).resolve().parents[2]
+    environ = {
+        **os.environ,
+        "ANSIBLE_COLLECTIONS_PATH": str(repo / "runner" / "collections"),  # operator_sdk.util
+        "ANSIBLE_ROLES_PATH": str(project / "roles"),
+        "PATH": f"{ANSIBLE_PLAYBOOK.parent}:{os.environ.get('PATH', '')}",
+    }
+    playbooks = ["check.yml", "playbooks/visitor.yml"] + [
+        f"molecule/default/{name}.yml"
+        for name in ("create", "converge", "verify", "cleanup", "destroy")
+    ]
+    result = subprocess.run(
+        [str(ANSIBLE_PLAYBOOK), "--syntax-check", "-i", "localhost,", *playbooks],
+        cwd=project,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
