@@ -11,6 +11,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from runner.scaffold import cli as scaffold_cli  # init, create api (absolute: survives moves)
+
 from . import __version__, logs
 from .bind import BindAddressError, parse_bind_address
 from .durations import parse_period
@@ -221,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="kubeconfig (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)",
     )
     _add_production_flags(run)
+    scaffold_cli.add_commands(sub)
     return parser
 
 
@@ -236,6 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "version":
         print(f"operator-runner {__version__}")
         return 0
+    if args.command in scaffold_cli.COMMANDS:
+        return scaffold_cli.run(args)
     if args.command != "run":
         parser.print_help()
         return 2

@@ -1,0 +1,11 @@
+"""Scaffolding for role authors: ``operator-runner init`` and ``operator-runner create api``.
+
+``init`` writes a project in this repository's layout (watches.yaml, roles/, playbooks/, crds/,
+config/samples/, molecule/default, deploy/, Dockerfile, Makefile); ``create api`` adds a kind to
+it: a CRD whose schema is inferred from a sample CR, the watches.yaml entry, a role or playbook,
+the sample, and the kind's RBAC rules.
+
+This package is pure: it imports the standard library, PyYAML and ``runner.snakecase`` only
+(never kopf, ansible-runner, kubernetes or the runtime modules of the runner), so the commands
+start fast and work without a cluster.
+"""

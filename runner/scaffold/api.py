@@ -1,0 +1,262 @@
+"""``operator-runner create api``: add a kind to a project made by ``init``.
+
+Writes the CRD (``crds/<group>_<plural>.yaml``), the sample CR
+(``config/samples/<group>_<version>_<kind>.yaml``, listed in ``config/samples/Kustomization``),
+a role (``roles/<snake_kind>/``) or a playbook (``playbooks/<snake_kind>.yml``), and appends the
+``watches.yaml`` entry and the kind's RBAC rules (``deploy/rbac/role.yaml``) as text. Every
+check runs first: a bad name, an existing kind or file, or a sample that does not fit writes
+nothing.
+"""
+
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import edits
+from .crd import CrdSpec, render_crd
+from .names import (
+    ScaffoldError,
+    check_group,
+    check_kind,
+    check_short_name,
+    check_version,
+    full_group,
+    plural,
+    snake_kind,
+    spec_var,
+)
+from .project import in_the_way, load_project
+from .render import Plan, dump_yaml, render, template
+
+__all__ = ["ApiRequest", "create_api"]
+
+WATCHES = "watches.yaml"
+SAMPLES_KUSTOMIZATION = "config/samples/Kustomization"
+RBAC_ROLE = "deploy/rbac/role.yaml"
+CONFIGMAP_VERBS = ["get", "list", "watch", "create", "patch"]
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    """The options of ``create api``."""
+
+    group: str
+    version: str
+    kind: str
+    generate_playbook: bool = False  # else a role (also without --generate-role)
+    sample: Path | None = None
+    short_name: str | None = None
+    namespaced: bool = True
+    require_sample_keys: bool = False
+
+
+def _read_sample(path: Path, api_version: str, kind: str) -> tuple[dict[str, Any], str]:
+    """The sample CR of ``--from-sample``, and its text."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except OSError as exc:
+        raise ScaffoldError(f"--from-sample {path}: cannot be read ({exc.strerror})") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ScaffoldError(f"--from-sample {path}: not valid YAML ({exc})") from None
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise ScaffoldError(
+            f"--from-sample {path}: must hold one custom resource (a mapping with a 'spec'), "
+            f"found {len(documents)} YAML documents"
+        )
+    sample = documents[0]
+    for key, want in (("apiVersion", api_version), ("kind", kind)):
+        if key in sample and sample[key] != want:
+            raise ScaffoldError(
+                f"--from-sample {path}: {key} is {sample[key]!r}, but create api makes "
+                f"{want!r}; fix the sample or the options"
+            )
+    if not isinstance(sample.get("spec"), dict):
+        raise ScaffoldError(
+            f"--from-sample {path}: has no 'spec' mapping; the CRD's schema is inferred from "
+            "the sample's spec, e.g. spec: {size: 3}"
+        )
+    metadata = sample.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ScaffoldError(f"--from-sample {path}: 'metadata' must be a mapping")
+    return sample, text
+
+
+def _sample_text(
+    sample: dict[str, Any] | None, text: str | None, api_version: str, kind: str
+) -> str:
+    """The sample file to write: the given one verbatim when it is complete, else built."""
+    metadata = (sample or {}).get("metadata") or {}
+    complete = sample is not None and {"apiVersion", "kind"} <= set(sample)
+    if complete and text is not None and metadata.get("name"):
+        return text if text.endswith("\n") else text + "\n"
+    body = {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {**metadata, "name": metadata.get("name") or f"{kind.lower()}-sample"},
+    }
+    head = dump_yaml(body)
+    if sample is None:
+        return head + "spec:\n  # Add fields here (the CRD's schema keeps any spec).\n  {}\n"
+    return head + dump_yaml({"spec": sample["spec"]})
+
+
+def _indent(text: str, spaces: int) -> str:
+    pad = " " * spaces
+    return "".join(pad + line if line.strip() else line for line in text.splitlines(True))
+
+
+def _defaults(spec: dict[str, Any] | None, request: ApiRequest, snake: str) -> dict[str, Any]:
+    """The role's defaults: the sample's spec keys as the runner passes them (snake_case)."""
+    from runner.snakecase import snake_keys
+
+    values: dict[str, Any] = {}
+    if spec:
+        converted = snake_keys(spec)
+        assert isinstance(converted, dict)
+        # Keys that are no Ansible variable name ("my.key") reach the role only inside
+        # _<group>_<kind>_spec; they cannot be defaults.
+        values.update(
+            (key, value)
+            for key, value in converted.items()
+            if isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key)
+        )
+    if not request.namespaced:
+        values[f"{snake}_namespace"] = "default"
+    return values
+
+
+def _content_files(plan: Plan, request: ApiRequest, values: dict[str, str], spec: Any) -> str:
+    """The role or playbook; returns what watches.yaml names (``role: x``/``playbook: x``)."""
+    snake = values["snake_kind"]
+    tasks = render(template("api/tasks.yml"), values)
+    defaults = _defaults(spec, request, snake)
+    header = (
+        f"# The {request.kind}'s spec keys, as operator-runner passes them to Ansible (camelCase\n"
+        "# keys in snake_case, recursively), with the sample's values as defaults.\n"
+    )
+    if request.generate_playbook:
+        play_vars = ""
+        if defaults:
+            play_vars = "  vars:\n" + _indent(header + dump_yaml(defaults), 4)
+        plan.add(
+            f"playbooks/{snake}.yml",
+            f"---\n# {request.kind} ({values['api_version']}): what operator-runner runs for "
+            f"every {request.kind}\n# (watches.yaml: playbook). Extra vars (the spec) win over "
+            "the play's vars.\n"
+            f"- name: Reconcile {values['a_kind']}\n  hosts: localhost\n  gather_facts: false\n"
+            f"{play_vars}  tasks:\n{_indent(tasks, 4)}",
+        )
+        return f"playbook: playbooks/{snake}.yml"
+    dumped = dump_yaml(defaults) if defaults else "{}\n"
+    plan.add(f"roles/{snake}/defaults/main.yml", "---\n" + header + dumped)
+    plan.add(
+        f"roles/{snake}/tasks/main.yml",
+        f"---\n# {request.kind} ({values['api_version']}): what operator-runner runs for every "
+        f"{request.kind}.\n# Variables: the spec's keys (defaults/main.yml), "
+        "ansible_operator_meta.name and .namespace.\n\n" + tasks,
+    )
+    plan.add(f"roles/{snake}/meta/main.yml", render(template("api/meta.yml"), values))
+    return f"role: {snake}"
+
+
+def _check(request: ApiRequest) -> None:
+    check_group(request.group)
+    check_version(request.version)
+    check_kind(request.kind)
+    if request.short_name is not None:
+        check_short_name(request.short_name)
+
+
+def _read_texts(root: Path) -> dict[str, str]:
+    """The files create api appends to."""
+    texts = {}
+    for name in (WATCHES, SAMPLES_KUSTOMIZATION, RBAC_ROLE):
+        try:
+            texts[name] = (root / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ScaffoldError(
+                f"{name} cannot be read ({exc}); create api appends to it"
+            ) from None
+    return texts
+
+
+def _check_not_watched(text: str, group: str, kind: str) -> None:
+    for watched_group, watched_version, watched_kind in edits.watched_kinds(text, WATCHES):
+        if (watched_group, watched_kind) == (group, kind):
+            raise ScaffoldError(
+                f"{kind} of group {group} is already in {WATCHES} (version {watched_version}); "
+                "choose another kind or group"
+            )
+
+
+def create_api(root: Path, request: ApiRequest) -> Plan:
+    """Check everything, then add the kind to the project in ``root``; returns what was written."""
+    _check(request)
+    project = load_project(root)
+    group = full_group(request.group, project.domain)
+    check_group(group)
+    api_version = f"{group}/{request.version}"
+    kind, lower, snake = request.kind, request.kind.lower(), snake_kind(request.kind)
+    texts = _read_texts(root)
+    _check_not_watched(texts[WATCHES], group, kind)
+    sample, sample_source = None, None
+    if request.sample is not None:
+        sample, sample_source = _read_sample(request.sample, api_version, kind)
+    spec = sample["spec"] if sample is not None else None
+    source = f"playbooks/{snake}.yml" if request.generate_playbook else f"roles/{snake}"
+    values = {
+        "kind": kind,
+        "a_kind": f"{'an' if kind[0] in 'AEIOU' else 'a'} {kind}",
+        "lower_kind": lower,
+        "snake_kind": snake,
+        "api_version": api_version,
+        "group": group,
+        "plural": plural(kind),
+        "project_name": project.name,
+        "spec_var": spec_var(group, kind),
+        "source": source,
+        "namespace_expr": "{{ ansible_operator_meta.namespace }}"
+        if request.namespaced
+        else f"{{{{ {snake}_namespace }}}}",
+    }
+    plan = Plan(root)
+    sample_name = f"{request.group.split('.')[0]}_{request.version}_{lower}.yaml"
+    crd = CrdSpec(
+        group=group,
+        version=request.version,
+        kind=kind,
+        plural=values["plural"],
+        namespaced=request.namespaced,
+        short_name=request.short_name,
+        spec=spec,
+        require=request.require_sample_keys,
+        source=source,
+        sample_file=f"config/samples/{sample_name}" if request.sample else None,
+    )
+    plan.add(f"crds/{group}_{values['plural']}.yaml", render_crd(crd))
+    sample_text = _sample_text(sample, sample_source, api_version, kind)
+    plan.add(f"config/samples/{sample_name}", sample_text)
+    content = _content_files(plan, request, values, spec)
+    for path in plan.files:
+        if (root / path).exists() or in_the_way(root, path) is not None:
+            raise ScaffoldError(f"{path} exists already; create api does not overwrite files")
+    if (root / source).exists():
+        raise ScaffoldError(f"{source} exists already; create api does not overwrite it")
+    entry = f"- version: {request.version}\n  group: {group}\n  kind: {kind}\n  {content}\n"
+    plan.add(WATCHES, edits.append_watch(texts[WATCHES], WATCHES, entry))
+    plan.add(
+        SAMPLES_KUSTOMIZATION,
+        edits.append_sample(texts[SAMPLES_KUSTOMIZATION], SAMPLES_KUSTOMIZATION, sample_name),
+    )
+    rules = render(template("api/rbac.yaml"), values)
+    if not edits.has_rule(texts[RBAC_ROLE], RBAC_ROLE, "", "configmaps", CONFIGMAP_VERBS):
+        rules += render(template("api/rbac_configmaps.yaml"), values)
+    plan.add(RBAC_ROLE, edits.append_rbac_rules(texts[RBAC_ROLE], RBAC_ROLE, rules))
+    plan.write()
+    return plan

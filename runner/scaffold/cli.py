@@ -1,0 +1,125 @@
+"""The ``init`` and ``create api`` subcommands of ``operator-runner``.
+
+runner/cli.py registers them with :func:`add_commands` and hands them to :func:`run`; this
+module keeps everything else about them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from .names import ScaffoldError
+
+__all__ = ["COMMANDS", "add_commands", "run"]
+
+COMMANDS = ("init", "create")
+
+
+def add_commands(sub: Any) -> None:
+    """Add ``init`` and ``create api`` to the subparsers ``sub`` (``add_subparsers()``)."""
+    init = sub.add_parser(
+        "init",
+        help="write a new operator project into the current (empty) folder",
+        description="Write a new operator project into the current folder: watches.yaml, "
+        "roles/, playbooks/, crds/, config/samples/, molecule/default, deploy/ (kustomize, "
+        "least-privilege RBAC), Dockerfile, requirements.yml, Makefile, README.md.",
+    )
+    init.add_argument("--domain", required=True, help="domain of the API groups, e.g. example.com")
+    init.add_argument(
+        "--project-name",
+        default=None,
+        help="name of the project (namespace <name>-system, image); default: the folder's name",
+    )
+    init.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a folder that is not empty, overwriting the files init writes",
+    )
+    create = sub.add_parser("create", help="add something to a project made by init")
+    what = create.add_subparsers(dest="create_command", metavar="WHAT", required=True)
+    api = what.add_parser(
+        "api",
+        help="add a kind: CRD, watches.yaml entry, role or playbook, sample, RBAC",
+        description="Add a kind to the project in the current folder: its CRD in crds/ (the "
+        "spec's schema inferred from --from-sample), its watches.yaml entry, a role (default) "
+        "or a playbook, a sample CR in config/samples/, and its rules in deploy/rbac/role.yaml.",
+    )
+    api.add_argument(
+        "--group", required=True, help="API group: webapp (-> webapp.<domain>) or a full group"
+    )
+    api.add_argument("--version", required=True, help="API version, e.g. v1alpha1")
+    api.add_argument("--kind", required=True, help="kind, in PascalCase, e.g. Guestbook")
+    content = api.add_mutually_exclusive_group()
+    content.add_argument(
+        "--generate-role",
+        action="store_true",
+        help="write roles/<kind>/ and watch with role: (the default)",
+    )
+    content.add_argument(
+        "--generate-playbook",
+        action="store_true",
+        help="write playbooks/<kind>.yml and watch with playbook:",
+    )
+    api.add_argument(
+        "--from-sample",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a sample CR: the CRD's spec schema is inferred from its spec, and it becomes the "
+        "kind's sample",
+    )
+    api.add_argument("--short-name", default=None, help="short name for kubectl, e.g. gb")
+    scope = api.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--namespaced",
+        dest="namespaced",
+        action="store_true",
+        default=True,
+        help="the kind's objects live in namespaces (default)",
+    )
+    scope.add_argument(
+        "--cluster", dest="namespaced", action="store_false", help="the kind is cluster-scoped"
+    )
+    api.add_argument(
+        "--require-sample-keys",
+        action="store_true",
+        help="make every key of the sample's spec required in the schema",
+    )
+
+
+def run(args: argparse.Namespace, root: Path | None = None) -> int:
+    """Carry out ``init`` or ``create api``; errors are one line on stderr and exit code 1."""
+    from .api import ApiRequest, create_api
+    from .project import init
+
+    folder = root if root is not None else Path.cwd()
+    try:
+        if args.command == "init":
+            plan = init(folder, args.domain, args.project_name, args.force)
+            done = f"wrote a new project into {folder}"
+            after = "next: operator-runner create api --group G --version v1alpha1 --kind K"
+        else:
+            request = ApiRequest(
+                group=args.group,
+                version=args.version,
+                kind=args.kind,
+                generate_playbook=args.generate_playbook,
+                sample=args.from_sample,
+                short_name=args.short_name,
+                namespaced=args.namespaced,
+                require_sample_keys=args.require_sample_keys,
+            )
+            plan = create_api(folder, request)
+            done = f"added {args.kind}"
+            after = "next: write the role, then make install run (or make molecule)"
+    except ScaffoldError as exc:
+        command = "init" if args.command == "init" else "create api"
+        print(f"operator-runner {command}: {exc}", file=sys.stderr)
+        return 1
+    for path in sorted(plan.files):
+        print(f"  {path}")
+    print(f"{done}; {after}")
+    return 0

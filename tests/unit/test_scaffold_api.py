@@ -1,0 +1,416 @@
+"""runner.scaffold.api: `operator-runner create api` adds a kind to an `init` project."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from runner.scaffold.api import ApiRequest, create_api
+from runner.scaffold.names import ScaffoldError
+from runner.scaffold.project import init
+from runner.watches import load_watches
+
+SAMPLE = """\
+apiVersion: webapp.example.com/v1
+kind: Guestbook
+metadata:
+  name: guestbook-sample
+spec:
+  # kept verbatim, comments too
+  size: 3
+  image: nginx
+  ratio: 0.5
+  enabled: true
+  egressIPs: [10.0.0.1]
+  nested:
+    innerKey: {deepValue: 1}
+"""
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*") if p.is_file()}
+
+
+def load(root: Path, path: str) -> Any:
+    return yaml.safe_load((root / path).read_text())
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "guestbook"
+    root.mkdir()
+    init(root, "example.com")
+    return root
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    path = tmp_path / "guestbook.yaml"
+    path.write_text(SAMPLE)
+    return path
+
+
+def guestbook(sample: Path | None = None, **options: Any) -> ApiRequest:
+    return ApiRequest(group="webapp", version="v1", kind="Guestbook", sample=sample, **options)
+
+
+def test_role_from_a_sample(project: Path, sample: Path) -> None:
+    before = snapshot(project)
+    plan = create_api(project, guestbook(sample, short_name="gb"))
+    after = snapshot(project)
+    assert set(after) - set(before) == {
+        "crds/webapp.example.com_guestbooks.yaml",
+        "config/samples/webapp_v1_guestbook.yaml",
+        "roles/guestbook/defaults/main.yml",
+        "roles/guestbook/tasks/main.yml",
+        "roles/guestbook/meta/main.yml",
+    }
+    changed = {path for path in before if before[path] != after[path]}
+    assert changed == {"watches.yaml", "config/samples/Kustomization", "deploy/rbac/role.yaml"}
+    assert set(plan.files) == (set(after) - set(before)) | changed
+    for path in plan.files:
+        assert not re.search(r"@[a-z_]+@", after[path]), path
+    for path in changed:  # appended: what was there stays, comments included
+        assert after[path].startswith(before[path].rstrip("[]\n #:abcdefghijklmnopqrstuvwxyz"))
+
+    # The sample is copied verbatim and listed in the kustomization.
+    assert after["config/samples/webapp_v1_guestbook.yaml"] == SAMPLE
+    assert load(project, "config/samples/Kustomization")["resources"] == [
+        "webapp_v1_guestbook.yaml"
+    ]
+
+    # The role: the spec's keys in snake_case as the runner passes them, an example k8s task
+    # and status reporting.
+    assert load(project, "roles/guestbook/defaults/main.yml") == {
+        "size": 3,
+        "image": "nginx",
+        "ratio": 0.5,
+        "enabled": True,
+        "egress_ips": ["10.0.0.1"],
+        "nested": {"inner_key": {"deep_value": 1}},
+    }
+    tasks = load(project, "roles/guestbook/tasks/main.yml")
+    assert tasks[0]["kubernetes.core.k8s"]["definition"]["kind"] == "ConfigMap"
+    status = tasks[1]["operator_sdk.util.k8s_status"]
+    assert (status["api_version"], status["kind"]) == ("webapp.example.com/v1", "Guestbook")
+    assert "_webapp_example_com_guestbook_spec" in after["roles/guestbook/tasks/main.yml"]
+    assert load(project, "roles/guestbook/meta/main.yml")["galaxy_info"]["role_name"] == "guestbook"
+
+
+def test_watches_file_is_read_by_the_runner_and_points_at_the_role(
+    project: Path, sample: Path
+) -> None:
+    create_api(project, guestbook(sample))
+    create_api(
+        project,
+        ApiRequest(
+            group="cache", version="v1alpha1", kind="MemcachedPolicy", generate_playbook=True
+        ),
+    )
+    result = load_watches(project / "watches.yaml", environ=dict(os.environ))
+    assert result.warnings == []
+    first, second = result.watches
+    assert (first.gvk.group, first.gvk.version, first.gvk.kind) == (
+        "webapp.example.com",
+        "v1",
+        "Guestbook",
+    )
+    assert first.role == str(project / "roles" / "guestbook")
+    assert second.gvk.group == "cache.example.com"
+    assert second.playbook == project / "playbooks" / "memcached_policy.yml"
+    text = (project / "watches.yaml").read_text()
+    assert text.startswith("# What guestbook watches")  # the comments stay
+    assert "[]" not in text.split("role: guestbook")[0].splitlines()[-5:]
+
+
+def test_crd(project: Path, sample: Path) -> None:
+    create_api(project, guestbook(sample, short_name="gb"))
+    text = (project / "crds/webapp.example.com_guestbooks.yaml").read_text()
+    assert text.startswith("# Guestbook (webapp.example.com/v1)")
+    crd = yaml.safe_load(text)
+    assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
+    assert crd["metadata"]["name"] == "guestbooks.webapp.example.com"
+    spec = crd["spec"]
+    assert spec["group"] == "webapp.example.com"
+    assert spec["scope"] == "Namespaced"
+    assert spec["names"] == {
+        "kind": "Guestbook",
+        "listKind": "GuestbookList",
+        "plural": "guestbooks",
+        "singular": "guestbook",
+        "shortNames": ["gb"],
+    }
+    (version,) = spec["versions"]
+    assert version["name"] == "v1" and version["served"] and version["storage"]
+    assert version["subresources"] == {"status": {}}
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == [
+        "Size",
+        "Image",
+        "Ratio",
+        "Enabled",
+        "Age",
+    ]
+    schema = version["schema"]["openAPIV3Schema"]
+    assert "required" not in schema
+    properties = schema["properties"]["spec"]["properties"]
+    assert properties["size"] == {"type": "integer"}
+    assert properties["egressIPs"] == {"type": "array", "items": {"type": "string"}}
+    assert properties["nested"]["properties"]["innerKey"]["properties"]["deepValue"] == {
+        "type": "integer"
+    }
+    status = schema["properties"]["status"]
+    assert status["x-kubernetes-preserve-unknown-fields"] is True
+    assert status["properties"]["conditions"]["x-kubernetes-list-map-keys"] == ["type"]
+
+
+def test_require_sample_keys_and_cluster_scope(project: Path, sample: Path) -> None:
+    create_api(project, guestbook(sample, require_sample_keys=True, namespaced=False))
+    crd = load(project, "crds/webapp.example.com_guestbooks.yaml")
+    assert crd["spec"]["scope"] == "Cluster"
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert schema["required"] == ["spec"]
+    assert schema["properties"]["spec"]["required"] == [
+        "size",
+        "image",
+        "ratio",
+        "enabled",
+        "egressIPs",
+        "nested",
+    ]
+    # A cluster-scoped CR has no namespace: the example ConfigMap goes to a default one.
+    assert load(project, "roles/guestbook/defaults/main.yml")["guestbook_namespace"] == "default"
+    assert "{{ guestbook_namespace }}" in (project / "roles/guestbook/tasks/main.yml").read_text()
+
+
+def test_without_a_sample(project: Path) -> None:
+    create_api(project, guestbook())
+    text = (project / "crds/webapp.example.com_guestbooks.yaml").read_text()
+    crd = yaml.safe_load(text)
+    version = crd["spec"]["versions"][0]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["type"] == "object" and spec["x-kubernetes-preserve-unknown-fields"] is True
+    assert "# No sample was given (create api --from-sample FILE)" in text
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Age"]
+    cr = load(project, "config/samples/webapp_v1_guestbook.yaml")
+    assert cr == {
+        "apiVersion": "webapp.example.com/v1",
+        "kind": "Guestbook",
+        "metadata": {"name": "guestbook-sample"},
+        "spec": {},
+    }
+    assert load(project, "roles/guestbook/defaults/main.yml") == {}
+
+
+def test_a_spec_only_sample_gets_apiversion_kind_and_name(project: Path, tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text("spec:\n  size: 3\n")
+    create_api(
+        project,
+        ApiRequest(group="swallowlab.com", version="v1alpha1", kind="EchoFlask", sample=path),
+    )
+    assert load(project, "config/samples/swallowlab_v1alpha1_echoflask.yaml") == {
+        "apiVersion": "swallowlab.com/v1alpha1",  # a group with a dot is taken as it is
+        "kind": "EchoFlask",
+        "metadata": {"name": "echoflask-sample"},
+        "spec": {"size": 3},
+    }
+    assert (project / "crds/swallowlab.com_echoflasks.yaml").is_file()
+    assert (project / "roles/echo_flask/tasks/main.yml").is_file()
+
+
+def test_playbook(project: Path, sample: Path) -> None:
+    create_api(project, guestbook(sample, generate_playbook=True))
+    assert not (project / "roles/guestbook").exists()
+    (play,) = load(project, "playbooks/guestbook.yml")
+    assert play["hosts"] == "localhost"
+    assert play["vars"]["egress_ips"] == ["10.0.0.1"]
+    assert [next(iter(set(task) - {"name"})) for task in play["tasks"]] == [
+        "kubernetes.core.k8s",
+        "operator_sdk.util.k8s_status",
+    ]
+    assert load(project, "watches.yaml")[0]["playbook"] == "playbooks/guestbook.yml"
+
+
+def test_rbac_rules(project: Path, sample: Path) -> None:
+    create_api(project, guestbook(sample))
+    create_api(project, ApiRequest(group="webapp", version="v1", kind="Visitor"))
+    text = (project / "deploy/rbac/role.yaml").read_text()
+    assert text.startswith("# What the operator may do")
+    rules = load(project, "deploy/rbac/role.yaml")["rules"]
+    allowed = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in rules}
+    assert allowed[("webapp.example.com", "guestbooks")] == ["get", "list", "watch", "patch"]
+    assert allowed[("webapp.example.com", "guestbooks/status")] == ["get", "patch"]
+    assert allowed[("webapp.example.com", "guestbooks/finalizers")] == ["update"]
+    assert allowed[("webapp.example.com", "visitors")] == ["get", "list", "watch", "patch"]
+    assert allowed[("", "configmaps")] == ["get", "list", "watch", "create", "patch"]
+    assert len(rules) == 2 + 3 + 1 + 3  # the runner's, Guestbook's + ConfigMaps, Visitor's
+    assert all("*" not in r["verbs"] + r["resources"] + r["apiGroups"] for r in rules)
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        (ApiRequest(group="Webapp", version="v1", kind="Guestbook"), "--group 'Webapp'"),
+        (ApiRequest(group="webapp", version="1", kind="Guestbook"), "--version '1'"),
+        (ApiRequest(group="webapp", version="v1", kind="guestbook"), "PascalCase"),
+        (ApiRequest(group="webapp", version="v1", kind="Guestbook", short_name="G"), "short"),
+    ],
+)
+def test_bad_names_write_nothing(project: Path, request_: ApiRequest, message: str) -> None:
+    before = snapshot(project)
+    with pytest.raises(ScaffoldError, match=message) as error:
+        create_api(project, request_)
+    assert "\n" not in str(error.value)
+    assert snapshot(project) == before
+
+
+def test_existing_kind_is_refused(project: Path, sample: Path) -> None:
+    create_api(project, guestbook(sample))
+    before = snapshot(project)
+    with pytest.raises(ScaffoldError, match=r"already in watches\.yaml"):
+        create_api(project, ApiRequest(group="webapp", version="v2", kind="Guestbook"))
+    assert snapshot(project) == before
+
+
+def test_existing_files_are_not_overwritten(project: Path) -> None:
+    (project / "roles/guestbook").mkdir()
+    before = snapshot(project)
+    with pytest.raises(ScaffoldError, match="roles/guestbook exists already"):
+        create_api(project, guestbook())
+    assert snapshot(project) == before
+
+
+def test_outside_a_project(tmp_path: Path) -> None:
+    with pytest.raises(ScaffoldError, match=r"no PROJECT file.*operator-runner init"):
+        create_api(tmp_path, guestbook())
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("apiVersion: other.example.com/v1\nkind: Guestbook\nspec: {}\n", "apiVersion is"),
+        ("kind: Visitor\nspec: {}\n", "kind is 'Visitor'"),
+        ("metadata: {name: x}\n", "no 'spec' mapping"),
+        ("spec: {a: 1}\n---\nspec: {b: 2}\n", "one custom resource"),
+        ("spec: [\n", "not valid YAML"),
+    ],
+)
+def test_bad_samples_write_nothing(project: Path, tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    before = snapshot(project)
+    with pytest.raises(ScaffoldError, match=message):
+        create_api(project, guestbook(path))
+    assert snapshot(project) == before
+
+
+@pytest.mark.parametrize(
+    ("path", "addition", "message"),
+    [
+        ("deploy/rbac/role.yaml", "aggregationRule: {}\n", "add them by hand"),
+        ("watches.yaml", "# trailing comment only\n", None),
+        ("config/samples/Kustomization", "namespace: x\n", "add it by hand"),
+        ("watches.yaml", "- {version: v1, group: x.y, kind: A, role: a}\nfoo: 1\n", "valid YAML"),
+    ],
+)
+def test_files_that_cannot_be_appended_to_write_nothing(
+    project: Path, path: str, addition: str, message: str | None
+) -> None:
+    target = project / path
+    target.write_text(target.read_text() + addition)
+    before = snapshot(project)
+    if message is None:  # comments after the list are fine
+        create_api(project, guestbook())
+        return
+    with pytest.raises(ScaffoldError, match=message):
+        create_api(project, guestbook())
+    assert snapshot(project) == before
+
+
+def structural_problems(node: dict[str, Any], where: str = "") -> list[str]:
+    """What makes a schema non-structural (apiextensions.k8s.io/v1), in short."""
+    problems = []
+    if "type" not in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+        problems.append(f"{where or '/'}: no type")
+    if node.get("type") == "array" and "items" not in node:
+        problems.append(f"{where}: array without items")
+    if node.get("type") not in (None, "object") and "properties" in node:
+        problems.append(f"{where}: properties on a {node['type']}")
+    for keyword in ("anyOf", "oneOf", "allOf", "not", "additionalItems", "$ref"):
+        if keyword in node:
+            problems.append(f"{where}: {keyword}")
+    for key, child in node.get("properties", {}).items():
+        problems += structural_problems(child, f"{where}/{key}")
+    if isinstance(node.get("items"), dict):
+        problems += structural_problems(node["items"], f"{where}[]")
+    return problems
+
+
+def test_generated_schemas_are_structural(project: Path, tmp_path: Path) -> None:
+    rich = tmp_path / "rich.yaml"
+    rich.write_text(
+        "spec: {a: 1, b: [], c: [1, x], d: null, e: {}, f: [{g: 1}, {h: [true]}], i: [[]]}\n"
+    )
+    create_api(project, guestbook(rich))
+    create_api(project, ApiRequest(group="webapp", version="v1", kind="Visitor"))
+    repo = Path(__file__).resolve().parents[2]
+    crds = [*project.glob("crds/*.yaml"), *repo.glob("crds/*.yaml")]
+    assert len(crds) >= 4
+    for path in crds:
+        crd = yaml.safe_load(path.read_text())
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        assert structural_problems(schema) == [], path
+
+
+def test_spec_keys_that_are_no_variable_names_are_left_out_of_the_defaults(
+    project: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "odd.yaml"
+    path.write_text("spec: {my.key: 1, 2: two, class: x, goodKey: 3}\n")
+    create_api(project, guestbook(path))
+    assert load(project, "roles/guestbook/defaults/main.yml") == {"good_key": 3}
+
+
+def test_articles(project: Path) -> None:
+    create_api(project, ApiRequest(group="webapp", version="v1", kind="EchoFlask"))
+    text = (project / "roles/echo_flask/tasks/main.yml").read_text()
+    assert "what an EchoFlask asks for" in text
+
+
+ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
+
+
+@pytest.mark.skipif(not ANSIBLE_PLAYBOOK.exists(), reason="no ansible-playbook beside Python")
+def test_generated_ansible_passes_syntax_check(project: Path, sample: Path) -> None:
+    create_api(project, guestbook(sample))
+    visitor = ApiRequest(group="webapp", version="v1", kind="Visitor", generate_playbook=True)
+    create_api(project, visitor)
+    (project / "check.yml").write_text("- hosts: localhost\n  roles: [guestbook]\n")
+    repo = Path(__file__).resolve().parents[2]
+    environ = {
+        **os.environ,
+        "ANSIBLE_COLLECTIONS_PATH": str(repo / "runner" / "collections"),  # operator_sdk.util
+        "ANSIBLE_ROLES_PATH": str(project / "roles"),
+        "PATH": f"{ANSIBLE_PLAYBOOK.parent}:{os.environ.get('PATH', '')}",
+    }
+    playbooks = ["check.yml", "playbooks/visitor.yml"] + [
+        f"molecule/default/{name}.yml"
+        for name in ("create", "converge", "verify", "cleanup", "destroy")
+    ]
+    result = subprocess.run(
+        [str(ANSIBLE_PLAYBOOK), "--syntax-check", "-i", "localhost,", *playbooks],
+        cwd=project,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

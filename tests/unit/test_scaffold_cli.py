@@ -1,0 +1,86 @@
+"""runner.scaffold.cli: the init and create api subcommands, their messages, their imports."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.scaffold import cli
+
+
+def run(root: Path, *argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="operator-runner")
+    cli.add_commands(parser.add_subparsers(dest="command"))
+    return cli.run(parser.parse_args(argv), root=root)
+
+
+def test_init_then_create_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(tmp_path, "init", "--domain", "example.com", "--project-name", "gb") == 0
+    out = capsys.readouterr().out
+    assert "  watches.yaml\n" in out and "create api" in out
+    assert run(tmp_path, "create", "api", "--group", "webapp", "--version", "v1",
+               "--kind", "Guestbook", "--generate-role", "--short-name", "gb") == 0  # fmt: skip
+    assert "  roles/guestbook/tasks/main.yml\n" in capsys.readouterr().out
+
+
+def test_errors_are_one_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(tmp_path, "init", "--domain", "Bad_Domain") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("operator-runner init: --domain 'Bad_Domain' is not a DNS subdomain")
+    assert err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+    assert run(tmp_path, "create", "api", "--group", "g", "--version", "v1", "--kind", "K") == 1
+    assert "no PROJECT file" in capsys.readouterr().err
+
+
+def test_role_and_playbook_together_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(tmp_path, "init", "--domain", "example.com", "--project-name", "gb")
+    with pytest.raises(SystemExit) as exit_:
+        run(tmp_path, "create", "api", "--group", "g", "--version", "v1", "--kind", "K",
+            "--generate-role", "--generate-playbook")  # fmt: skip
+    assert exit_.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+    assert not (tmp_path / "roles/k").exists()
+
+
+def test_scaffold_imports_nothing_of_the_runtime() -> None:
+    code = (
+        "import sys, runner.scaffold.cli, runner.scaffold.api, runner.scaffold.project\n"
+        "from runner.scaffold.names import snake_kind; snake_kind('EchoFlask')\n"
+        "heavy = {'kopf', 'ansible_runner', 'kubernetes', 'ansible', 'aiohttp'}\n"
+        "loaded = {m.split('.')[0] for m in sys.modules} & heavy\n"
+        "runtime = {m for m in sys.modules if m.startswith('runner.')\n"
+        "           and not m.startswith('runner.scaffold') and m != 'runner.snakecase'}\n"
+        "print(sorted(loaded | runtime))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_console_script_has_init_and_create_api(tmp_path: Path) -> None:
+    exe = Path(sys.executable).parent / "operator-runner"
+    project = tmp_path / "guestbook-operator"
+    project.mkdir()
+
+    def command(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(exe), *argv], cwd=project, capture_output=True, text=True, timeout=60
+        )
+
+    assert command("init", "--domain", "example.com").returncode == 0
+    assert "guestbook-operator-system" in (project / "deploy/kustomization.yaml").read_text()
+    created = command(
+        "create", "api", "--group", "webapp", "--version", "v1", "--kind", "Guestbook"
+    )
+    assert created.returncode == 0, created.stderr
+    again = command("create", "api", "--group", "webapp", "--version", "v1", "--kind", "Guestbook")
+    assert again.returncode == 1
+    assert again.stderr.startswith("operator-runner create api: Guestbook of group webapp.")
