@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.artifacts import MAX_RUNNER_ARTIFACTS_ANNOTATION, Artifacts, max_artifacts
-from runner.resources import ObjectRef, Resource
+from runner.ansible.artifacts import MAX_RUNNER_ARTIFACTS_ANNOTATION, Artifacts, max_artifacts
+from runner.kube.resources import ObjectRef, Resource
 
 ECHO = Resource("app.my.domain", "v1", "echoes", "Echo")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import forkserver
+from runner.ansible import forkserver
 
 DEFINITIONS: dict[str, dict[str, object]] = {
     "DEFAULT_FORKS": {"type": "integer", "env": [{"name": "ANSIBLE_FORKS"}]},

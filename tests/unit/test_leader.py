@@ -11,9 +11,7 @@ from typing import Any, cast
 
 import pytest
 
-from runner import kube
-from runner.kube import ApiError, KubeClient, Request
-from runner.leader import (
+from runner.app.leader import (
     Action,
     ElectionConfig,
     ElectionError,
@@ -27,7 +25,9 @@ from runner.leader import (
     parse_time,
     released_body,
 )
-from runner.production import Production, ProductionConfig
+from runner.app.production import Production, ProductionConfig
+from runner.kube import client as kube
+from runner.kube.client import ApiError, KubeClient, Request
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 ME = "host-a_1111"

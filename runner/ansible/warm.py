@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import forkserver
+from runner.ansible import forkserver
 
 log = logging.getLogger("runner.warm")
 
@@ -64,7 +64,7 @@ class WarmPool:
             env = {**os.environ, **run_env} if kind == "playbook" else {**os.environ, **base_env}
             self._procs.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "runner.forkserver", kind, sock],
+                    [sys.executable, "-m", "runner.ansible.forkserver", kind, sock],
                     env=env,
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,

@@ -72,8 +72,8 @@ from typing import Any, cast
 
 import yaml
 
-from .snakecase import snake_keys
-from .watches import GVK, Watch
+from runner.reconcile.snakecase import snake_keys
+from runner.watches import GVK, Watch
 
 __all__ = [
     "UnsafeText",

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .durations import parse_period
+from runner.util.durations import parse_period
 
 REQUEUE_ACTIONS = frozenset(
     {"requeue_after", "operator_sdk.util.requeue_after", "runner.requeue_after"}

@@ -11,10 +11,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import __version__, logs
-from .bind import BindAddressError, parse_bind_address
-from .durations import parse_period
-from .executor import LogEvents
+from runner import __version__
+from runner.ansible.executor import LogEvents
+from runner.app.bind import BindAddressError, parse_bind_address
+from runner.util import logs
+from runner.util.durations import parse_period
 
 log = logging.getLogger("runner.cli")
 
@@ -240,8 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     logs.setup(args.log_format)
-    from .manager import OperatorConfig, run_operator  # heavy imports only when running
-    from .production import ProductionConfig
+    from runner.app.manager import OperatorConfig, run_operator  # heavy imports only when running
+    from runner.app.production import ProductionConfig
 
     production = ProductionConfig(
         metrics_bind_address=args.metrics_bind_address,

@@ -35,12 +35,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .bind import BindAddress, BindAddressError, Endpoint, parse_bind_address
-from .controller import Controller
-from .health import Health
-from .kopf_import import kopf
-from .kube import KubeClient
-from .leader import (
+from runner.app.bind import BindAddress, BindAddressError, Endpoint, parse_bind_address
+from runner.app.health import Health
+from runner.app.kopf_import import kopf
+from runner.app.leader import (
     LEASE_DURATION,
     RENEW_DEADLINE,
     RETRY_PERIOD,
@@ -51,8 +49,10 @@ from .leader import (
     election_namespace,
     new_identity,
 )
-from .metrics import NULL_METRICS, Metrics, PrometheusMetrics, WorkerStats
-from .watches import Watch
+from runner.app.metrics import NULL_METRICS, Metrics, PrometheusMetrics, WorkerStats
+from runner.control.controller import Controller
+from runner.kube.client import KubeClient
+from runner.watches import Watch
 
 log = logging.getLogger("runner.production")
 

@@ -22,17 +22,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import conditions, extravars, kube
-from .artifacts import Artifacts, max_artifacts
-from .durations import parse_period
-from .executor import Executor, LogEvents, RunRequest, RunResult, role_playbook_text
-from .kube import ApiError, KubeClient
-from .logs import cr_fields
-from .proxy import Proxy, owner_of
-from .recorder import EventRecorder
-from .resources import ObjectRef
-from .results import RunSummary
-from .watches import Watch
+from runner.ansible.artifacts import Artifacts, max_artifacts
+from runner.ansible.executor import Executor, LogEvents, RunRequest, RunResult, role_playbook_text
+from runner.ansible.results import RunSummary
+from runner.dependents.proxy import Proxy, owner_of
+from runner.kube import client as kube
+from runner.kube.client import ApiError, KubeClient
+from runner.kube.resources import ObjectRef
+from runner.reconcile import conditions, extravars
+from runner.reconcile.recorder import EventRecorder
+from runner.util.durations import parse_period
+from runner.util.logs import cr_fields
+from runner.watches import Watch
 
 log = logging.getLogger("runner.reconcile")
 

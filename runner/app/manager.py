@@ -15,22 +15,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import credentials as creds
-from . import kube
-from .artifacts import Artifacts
-from .controller import Controller
-from .cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
-from .dependents import DependentWatches
-from .executor import Executor, LogEvents
-from .kopf_import import kopf
-from .kube import KubeClient
-from .ownership import Owner, Primary, RequestInfo, is_owner, same_namespace
-from .production import Production, ProductionConfig
-from .proxy import Proxy
-from .reconcile import Options, Reconciler
-from .recorder import EventRecorder
-from .resources import ObjectRef, Resource
-from .watches import Watch, WatchesError, load_watches
+from runner.ansible.artifacts import Artifacts
+from runner.ansible.executor import Executor, LogEvents
+from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
+from runner.app.kopf_import import kopf
+from runner.app.production import Production, ProductionConfig
+from runner.control.controller import Controller
+from runner.dependents.ownership import Owner, Primary, RequestInfo, is_owner, same_namespace
+from runner.dependents.proxy import Proxy
+from runner.dependents.watcher import DependentWatches
+from runner.kube import client as kube
+from runner.kube import credentials as creds
+from runner.kube.client import KubeClient
+from runner.kube.resources import ObjectRef, Resource
+from runner.reconcile.reconciler import Options, Reconciler
+from runner.reconcile.recorder import EventRecorder
+from runner.watches import Watch, WatchesError, load_watches
 
 log = logging.getLogger("runner.manager")
 

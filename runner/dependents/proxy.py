@@ -31,8 +31,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from .kube import JSON_PATCH, AsyncUpstream
-from .ownership import Owner, RequestInfo, applies, fixup_patch, mark, parse_path
+from runner.dependents.ownership import Owner, RequestInfo, applies, fixup_patch, mark, parse_path
+from runner.kube.client import JSON_PATCH, AsyncUpstream
 
 log = logging.getLogger("runner.proxy")
 

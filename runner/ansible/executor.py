@@ -27,8 +27,8 @@ from typing import Any
 import ansible_runner
 import pexpect
 
-from .results import RunSummary, apply_event
-from .warm import WarmPool
+from runner.ansible.results import RunSummary, apply_event
+from runner.ansible.warm import WarmPool
 
 log = logging.getLogger("runner.executor")
 

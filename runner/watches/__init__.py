@@ -69,7 +69,7 @@ from typing import Any, ClassVar, Final
 
 import yaml
 
-from .durations import parse_go_duration
+from runner.util.durations import parse_go_duration
 
 __all__ = [
     "DEFAULT_MAX_RUNNER_ARTIFACTS",

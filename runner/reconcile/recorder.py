@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from . import kube
-from .kube import ApiError, KubeClient
+from runner.kube import client as kube
+from runner.kube.client import ApiError, KubeClient
 
 log = logging.getLogger("runner.events")
 

@@ -43,8 +43,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from . import kube
-from .kube import ApiError, KubeClient
+from runner.kube import client as kube
+from runner.kube.client import ApiError, KubeClient
 
 log = logging.getLogger("runner.leader")
 

@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .kube import ApiError, AsyncUpstream
-from .logs import cr_fields
-from .ownership import Primary, RequestInfo, owners_of
+from runner.dependents.ownership import Primary, RequestInfo, owners_of
+from runner.kube.client import ApiError, AsyncUpstream
+from runner.util.logs import cr_fields
 
 log = logging.getLogger("runner.dependents")
 

@@ -20,9 +20,9 @@ from urllib.parse import quote, urlencode
 import aiohttp
 import urllib3
 
-from . import __version__
-from .credentials import Credentials
-from .resources import ObjectRef, Resource
+from runner import __version__
+from runner.kube.credentials import Credentials
+from runner.kube.resources import ObjectRef, Resource
 
 JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"

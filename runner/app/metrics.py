@@ -50,7 +50,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from . import __version__
+from runner import __version__
 
 Result = Literal["success", "failure", "error"]
 

@@ -14,14 +14,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .backoff import Backoff
-from .logs import cr_fields
-from .metrics import NULL_METRICS, Metrics, Result
-from .queue import WorkQueue
-from .reconcile import Outcome, Reconciler
-from .resources import ObjectRef, Resource
-from .selectors import matches
-from .triggers import Seen, fingerprint, should_reconcile
+from runner.app.metrics import NULL_METRICS, Metrics, Result
+from runner.control.backoff import Backoff
+from runner.control.queue import WorkQueue
+from runner.control.selectors import matches
+from runner.control.triggers import Seen, fingerprint, should_reconcile
+from runner.kube.resources import ObjectRef, Resource
+from runner.reconcile.reconciler import Outcome, Reconciler
+from runner.util.logs import cr_fields
 
 log = logging.getLogger("runner.controller")
 
@@ -168,6 +168,6 @@ class Controller:
 
 
 def _is_api_error(err: Exception) -> bool:
-    from .kube import ApiError
+    from runner.kube.client import ApiError
 
     return isinstance(err, (ApiError, OSError))

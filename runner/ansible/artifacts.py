@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from .resources import ObjectRef
+from runner.kube.resources import ObjectRef
 
 MAX_RUNNER_ARTIFACTS_ANNOTATION = "ansible.sdk.operatorframework.io/max-runner-artifacts"
 
