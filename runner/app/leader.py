@@ -287,15 +287,10 @@ class LeaderElector:
     # -- one attempt ------------------------------------------------------------------------
 
     async def _read(self, timeout: float) -> LeaseRecord | None:
-        try:
-            lease = await self.client.send(
-                kube.get_lease(self.config.namespace, self.config.name), timeout=timeout
-            )
-        except ApiError as err:
-            if err.not_found:
-                return None
-            raise
-        return LeaseRecord.from_object(lease)
+        lease = await self.client.send_or_none(
+            kube.get_lease(self.config.namespace, self.config.name), timeout=timeout
+        )
+        return None if lease is None else LeaseRecord.from_object(lease)
 
     async def try_acquire_or_renew(self, timeout: float, *, renew_only: bool = False) -> Decision:
         """One look at the Lease, and a write when it is ours to take or renew.

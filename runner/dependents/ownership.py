@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runner.kube.paths import api_version, resource_path
+
 PRIMARY_RESOURCE = "operator-sdk/primary-resource"
 PRIMARY_RESOURCE_TYPE = "operator-sdk/primary-resource-type"
 
@@ -67,7 +69,11 @@ class RequestInfo:
 
     @property
     def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
+        return api_version(self.group, self.version)
+
+    def path(self, name: str | None = None) -> str:
+        """The path of this resource in `namespace` (all namespaces when ""), or of `name`."""
+        return resource_path(self.group, self.version, self.plural, self.namespace, name)
 
 
 _SEGMENT = re.compile(r"^[^/]+$")

@@ -234,9 +234,7 @@ class Proxy:
         ops = fixup_patch(info, obj, owner)
         if not ops or not name:
             return obj, raw
-        base = "/api/" + info.version if not info.group else f"/apis/{info.group}/{info.version}"
-        scope = f"/namespaces/{namespace}" if namespace else ""
-        path = f"{base}{scope}/{info.plural}/{name}"
+        path = info.path(name)
         headers = {
             **self.upstream.auth_headers(),
             "Content-Type": JSON_PATCH,

@@ -23,6 +23,7 @@ from typing import Any
 
 from runner.dependents.ownership import Primary, RequestInfo, owners_of
 from runner.kube.client import ApiError, AsyncUpstream
+from runner.kube.paths import resource_path
 from runner.util.logs import cr_fields
 
 log = logging.getLogger("runner.dependents")
@@ -40,9 +41,7 @@ class Kind:
     namespace: str  # "" = all namespaces (or cluster-scoped)
 
     def path(self) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        scope = f"/namespaces/{self.namespace}" if self.namespace else ""
-        return f"{base}{scope}/{self.plural}"
+        return resource_path(self.group, self.version, self.plural, self.namespace)
 
 
 def fingerprint(obj: Mapping[str, Any]) -> str:

@@ -15,13 +15,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 import aiohttp
 import urllib3
 
 from runner import __version__
 from runner.kube.credentials import Credentials
+from runner.kube.paths import resource_path
 from runner.kube.resources import ObjectRef, Resource
 
 JSON = dict[str, Any]
@@ -71,16 +72,8 @@ class ApiError(Exception):
 
 
 def object_path(resource: Resource, namespace: str | None, name: str | None = None) -> str:
-    base = "/api/v1" if resource.group == "" else f"/apis/{resource.group}/{resource.version}"
-    if resource.group == "" and resource.version != "v1":
-        base = f"/api/{resource.version}"
-    parts = [base]
-    if resource.namespaced and namespace:
-        parts.append(f"namespaces/{quote(namespace)}")
-    parts.append(resource.plural)
-    if name is not None:
-        parts.append(quote(name))
-    return "/".join(parts)
+    scope = namespace if resource.namespaced else None
+    return resource_path(resource.group, resource.version, resource.plural, scope, name)
 
 
 def get_object(ref: ObjectRef) -> Request:
@@ -98,7 +91,14 @@ def patch_status(ref: ObjectRef, status: JSON) -> Request:
     """Merge-patch `status` through the status subresource: keys not named stay as they are."""
     return Request(
         "PATCH",
-        object_path(ref.resource, ref.namespace, ref.name) + "/status",
+        resource_path(
+            ref.resource.group,
+            ref.resource.version,
+            ref.resource.plural,
+            ref.namespace if ref.resource.namespaced else None,
+            ref.name,
+            "status",
+        ),
         body={"status": status},
         content_type=MERGE_PATCH,
     )
@@ -115,13 +115,13 @@ def set_finalizers(ref: ObjectRef, finalizers: list[str], resource_version: str)
 
 
 def create_event(namespace: str, event: JSON) -> Request:
-    return Request("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body=event)
+    return Request("POST", resource_path("", "v1", "events", namespace), body=event)
 
 
 def patch_event(namespace: str, name: str, patch: JSON) -> Request:
     return Request(
         "PATCH",
-        f"/api/v1/namespaces/{quote(namespace)}/events/{quote(name)}",
+        resource_path("", "v1", "events", namespace, name),
         body=patch,
         content_type=MERGE_PATCH,
     )
@@ -131,8 +131,7 @@ def patch_event(namespace: str, name: str, patch: JSON) -> Request:
 
 
 def lease_path(namespace: str, name: str | None = None) -> str:
-    path = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace)}/leases"
-    return path if name is None else f"{path}/{quote(name)}"
+    return resource_path("coordination.k8s.io", "v1", "leases", namespace, name)
 
 
 def get_lease(namespace: str, name: str) -> Request:
@@ -189,6 +188,20 @@ class KubeClient:
 
     async def send(self, request: Request, timeout: float = 30.0) -> Any:
         return await asyncio.to_thread(self.send_sync, request, timeout)
+
+    async def send_or_none(self, request: Request, timeout: float = 30.0) -> Any:
+        """`send`, with None when the object is gone (404): the one place that means so."""
+        try:
+            return await self.send(request, timeout)
+        except ApiError as err:
+            if err.not_found:
+                return None
+            raise
+
+    async def get_or_none(self, ref: ObjectRef) -> dict[str, Any] | None:
+        """The object as the API server has it now, or None when it is gone."""
+        obj: dict[str, Any] | None = await self.send_or_none(get_object(ref))
+        return obj
 
 
 class AsyncUpstream:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runner.kube.paths import api_version
+
 
 @dataclass(frozen=True, order=True)
 class Resource:
@@ -17,7 +19,7 @@ class Resource:
 
     @property
     def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
+        return api_version(self.group, self.version)
 
     @property
     def kind_group(self) -> str:

@@ -27,7 +27,7 @@ from runner.ansible.executor import Executor, LogEvents, RunRequest, RunResult, 
 from runner.ansible.results import RunSummary
 from runner.dependents.proxy import Proxy, owner_of
 from runner.kube import client as kube
-from runner.kube.client import ApiError, KubeClient
+from runner.kube.client import KubeClient
 from runner.kube.resources import ObjectRef
 from runner.reconcile import conditions, extravars
 from runner.reconcile.recorder import EventRecorder
@@ -305,13 +305,7 @@ class Reconciler:
     # -- API calls --------------------------------------------------------------------------
 
     async def _get(self, ref: ObjectRef) -> dict[str, Any] | None:
-        try:
-            obj: dict[str, Any] = await self.client.send(kube.get_object(ref))
-            return obj
-        except ApiError as err:
-            if err.not_found:
-                return None
-            raise
+        return await self.client.get_or_none(ref)
 
     async def _write_status(
         self, ref: ObjectRef, obj: dict[str, Any], transition: Any
@@ -321,15 +315,10 @@ class Reconciler:
         new = transition(old, generation=int(meta.get("generation") or 0), now=datetime.now(UTC))
         if not conditions.status_changed(old, new):
             return obj
-        try:
-            patched: dict[str, Any] = await self.client.send(
-                kube.patch_status(ref, {"conditions": new.get("conditions", [])})
-            )
-            return patched
-        except ApiError as err:
-            if err.not_found:
-                return obj
-            raise
+        patched: dict[str, Any] | None = await self.client.send_or_none(
+            kube.patch_status(ref, {"conditions": new.get("conditions", [])})
+        )
+        return obj if patched is None else patched
 
     async def _add_finalizer(
         self, ref: ObjectRef, obj: dict[str, Any], finalizer: str
@@ -344,11 +333,9 @@ class Reconciler:
     async def _remove_finalizer(self, ref: ObjectRef, obj: dict[str, Any], finalizer: str) -> None:
         meta = obj["metadata"]
         finalizers = [f for f in meta.get("finalizers") or [] if f != finalizer]
-        try:
-            await self.client.send(kube.set_finalizers(ref, finalizers, meta["resourceVersion"]))
-        except ApiError as err:
-            if not err.not_found:
-                raise
+        await self.client.send_or_none(
+            kube.set_finalizers(ref, finalizers, meta["resourceVersion"])
+        )
 
 
 def _ansible_result(summary: RunSummary) -> conditions.AnsibleResult:

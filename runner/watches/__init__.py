@@ -69,6 +69,7 @@ from typing import Any, ClassVar, Final
 
 import yaml
 
+from runner.kube.paths import api_version
 from runner.util.durations import parse_go_duration
 
 __all__ = [
@@ -101,7 +102,7 @@ class GVK:
     @property
     def api_version(self) -> str:
         """``group/version``, or just ``version`` for the core group."""
-        return f"{self.group}/{self.version}" if self.group else self.version
+        return api_version(self.group, self.version)
 
     def __str__(self) -> str:
         return f"{self.api_version}, Kind={self.kind}"

@@ -212,6 +212,8 @@ class FakeApi:
         self.leases[path] = body
         return copy.deepcopy(body)
 
+    send_or_none = KubeClient.send_or_none  # the client's own 404 handling, over `send`
+
     def lease(self, namespace: str = "ops", name: str = "op") -> dict[str, Any]:
         return self.leases[kube.lease_path(namespace, name)]
 
