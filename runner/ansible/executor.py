@@ -27,12 +27,12 @@ from typing import Any
 import ansible_runner
 import pexpect
 
+from runner.ansible import collections_path
 from runner.ansible.results import RunSummary, apply_event
 from runner.ansible.warm import WarmPool
 
 log = logging.getLogger("runner.executor")
 
-BUNDLED_COLLECTIONS = Path(__file__).resolve().parent / "collections"
 # ansible-playbook and friends of the Python environment the runner runs in go first on PATH.
 _BIN_DIR = Path(sys.executable).parent
 
@@ -116,15 +116,7 @@ def role_playbook_text(role: str, gather_facts: bool = False) -> str:
 def ansible_env(tmp_dir: Path, roles_paths: list[Path]) -> dict[str, str]:
     """Environment of every run: our bundled collection first, no colour, temp files we own."""
     env: dict[str, str] = {}
-    collections = [str(BUNDLED_COLLECTIONS)]
-    existing = os.environ.get("ANSIBLE_COLLECTIONS_PATH") or os.environ.get(
-        "ANSIBLE_COLLECTIONS_PATHS"
-    )
-    if existing:
-        collections.append(existing)
-    else:
-        collections += ["~/.ansible/collections", "/usr/share/ansible/collections"]
-    env["ANSIBLE_COLLECTIONS_PATH"] = ":".join(collections)
+    env["ANSIBLE_COLLECTIONS_PATH"] = collections_path.runs_path(os.environ)
     roles = [str(p) for p in roles_paths]
     if os.environ.get("ANSIBLE_ROLES_PATH"):
         roles.append(os.environ["ANSIBLE_ROLES_PATH"])

@@ -38,6 +38,8 @@ import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from runner.ansible import collections_path
+
 # Environment variables Ansible reads when it is imported; a job must match the server's.
 IMPORT_TIME_PREFIXES = ("ANSIBLE_",)
 ANSIBALLZ_CACHE_ENV = "OPERATOR_RUNNER_ANSIBALLZ_CACHE"
@@ -164,14 +166,9 @@ _CODE_CACHE: dict[bytes, types.CodeType] = {}
 
 
 def collection_roots(env: Mapping[str, str], sys_path: list[str]) -> list[Path]:
-    """Directories holding an `ansible_collections` tree: ANSIBLE_COLLECTIONS_PATH (or the
-    older ANSIBLE_COLLECTIONS_PATHS), then sys.path (ansible-core scans it by default)."""
-    configured = env.get("ANSIBLE_COLLECTIONS_PATH") or env.get("ANSIBLE_COLLECTIONS_PATHS") or ""
+    """The search path's directories that hold an `ansible_collections` tree, once each."""
     roots: list[Path] = []
-    for entry in [*configured.split(os.pathsep), *sys_path]:
-        if not entry:
-            continue
-        root = Path(entry).expanduser()
+    for root in collections_path.collection_roots(env, sys_path):
         if root.name == "ansible_collections":
             root = root.parent
         if (root / "ansible_collections").is_dir() and root not in roots:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.ansible import collections_path
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.executor import Executor, LogEvents
 from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
@@ -311,6 +312,7 @@ def run_operator(config: OperatorConfig) -> int:
             config.watches_file,
             environ=os.environ,
             roles_paths=[Path(p) for p in os.environ.get("ANSIBLE_ROLES_PATH", "").split(":") if p],
+            collection_roots=collections_path.collection_roots(os.environ),
         )
     except WatchesError as err:
         print(f"operator-runner: {err}", file=sys.stderr)

@@ -61,7 +61,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -846,23 +845,6 @@ def _entries(document: object, name: str, warnings: list[str]) -> list[object]:
     return document
 
 
-def _collection_roots(
-    environ: Mapping[str, str], python_paths: Sequence[Path] | None
-) -> tuple[Path, ...]:
-    """Collection search path as ansible-core builds it (and operator-sdk, sys.path aside)."""
-    configured = environ.get("ANSIBLE_COLLECTIONS_PATH") or environ.get(
-        "ANSIBLE_COLLECTIONS_PATHS", ""
-    )
-    if configured:
-        roots = [Path(part) for part in configured.split(os.pathsep) if part]
-    else:
-        home = environ.get("HOME")
-        roots = [Path(home, ".ansible", "collections")] if home else []
-        roots.append(Path("/usr/share/ansible/collections"))
-    extra = python_paths if python_paths is not None else [Path(p) for p in sys.path if p]
-    return tuple(roots) + tuple(extra)
-
-
 def _check_duplicates(watches: Sequence[Watch], name: str) -> None:
     first_seen: dict[GVK, int] = {}
     for number, watch in enumerate(watches, start=1):
@@ -881,15 +863,15 @@ def load_watches(
     *,
     environ: Mapping[str, str],
     roles_paths: Sequence[Path] = (),
-    python_paths: Sequence[Path] | None = None,
+    collection_roots: Sequence[Path] = (),
 ) -> LoadResult:
     """Read, validate and resolve the watches file at ``path``.
 
-    ``environ`` expands ``${VAR}`` references and gives ``ANSIBLE_COLLECTIONS_PATH``
-    and ``HOME``; ``roles_paths`` is ``ANSIBLE_ROLES_PATH`` split on ``:`` (relative
-    entries are taken from the current directory, as Ansible does).  ``python_paths``
-    are searched for ``ansible_collections`` after the collections path (default:
-    ``sys.path``).  Raises :class:`WatchesError` on the first problem.
+    ``environ`` expands ``${VAR}`` references; ``roles_paths`` is ``ANSIBLE_ROLES_PATH``
+    split on ``:`` (relative entries are taken from the current directory, as Ansible
+    does); ``collection_roots`` are the directories searched for collection roles, in
+    order (``runner.ansible.collections_path.collection_roots`` knows them).  Raises
+    :class:`WatchesError` on the first problem.
     """
     name = str(path)
     warnings: list[str] = []
@@ -898,7 +880,7 @@ def load_watches(
     search = _Search(
         base_dir=Path(os.path.abspath(path)).parent,
         roles_paths=tuple(Path(os.path.abspath(p)) for p in roles_paths),
-        collection_roots=_collection_roots(environ, python_paths),
+        collection_roots=tuple(collection_roots),
     )
     watches = []
     for number, raw in enumerate(entries, start=1):
