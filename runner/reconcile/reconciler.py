@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -155,7 +155,7 @@ class Reconciler:
 
         if finalizer and not deleting and finalizer not in finalizers:
             obj = await self._add_finalizer(ref, obj, finalizer)
-        if self.watch.manage_status and not deleting:
+        if not deleting:
             obj = await self._write_status(ref, obj, conditions.running)
 
         run = _Run(obj=obj, finalizing=deleting)
@@ -193,15 +193,9 @@ class Reconciler:
             await self.recorder.emit(now_obj, "Normal", "Finalized", f"finalizer {finalizer} ran")
             return Outcome(detail="finalized")
         was_failing = _is_failing(now_obj)
-        if self.watch.manage_status:
-            result_obj = _ansible_result(summary)
-            await self._write_status(
-                ref,
-                now_obj,
-                lambda s, generation, now: conditions.succeeded(
-                    s, generation=generation, now=now, result=result_obj
-                ),
-            )
+        await self._write_status(
+            ref, now_obj, conditions.succeeded, result=_ansible_result(summary)
+        )
         if was_failing:
             await self.recorder.emit(
                 now_obj, "Normal", "Reconciled", "reconciliation succeeded again"
@@ -278,28 +272,15 @@ class Reconciler:
         messages = summary.failures or [f"ansible-runner status {result.status}"]
         what = "finalizer" if finalizing else "reconciliation"
         log.warning("%s failed: %s", what, "; ".join(messages), extra=cr_log_fields(ref))
-        if self.watch.manage_status:
-            ansible_result = _ansible_result(summary)
-            await self._write_status(
-                ref,
-                obj,
-                lambda s, generation, now: conditions.failed(
-                    s, generation=generation, now=now, messages=messages, result=ansible_result
-                ),
-            )
+        await self._write_status(
+            ref, obj, conditions.failed, messages=messages, result=_ansible_result(summary)
+        )
         reason = "FinalizerFailed" if finalizing else "ReconcileFailed"
         await self.recorder.emit(obj, "Warning", reason, "\n".join(messages))
 
     async def _report_error(self, ref: ObjectRef, obj: dict[str, Any], message: str) -> None:
         log.warning("reconciliation failed: %s", message, extra=cr_log_fields(ref))
-        if self.watch.manage_status:
-            await self._write_status(
-                ref,
-                obj,
-                lambda s, generation, now: conditions.errored(
-                    s, generation=generation, now=now, message=message
-                ),
-            )
+        await self._write_status(ref, obj, conditions.errored, message=message)
         await self.recorder.emit(obj, "Warning", "ReconcileFailed", message)
 
     # -- API calls --------------------------------------------------------------------------
@@ -308,11 +289,20 @@ class Reconciler:
         return await self.client.get_or_none(ref)
 
     async def _write_status(
-        self, ref: ObjectRef, obj: dict[str, Any], transition: Any
+        self,
+        ref: ObjectRef,
+        obj: dict[str, Any],
+        transition: Callable[..., dict[str, Any]],
+        **details: Any,
     ) -> dict[str, Any]:
+        """Apply a `conditions` transition (running, succeeded, failed, errored) with its
+        `details`, and patch the conditions when they changed; nothing without manageStatus."""
+        if not self.watch.manage_status:
+            return obj
         meta = obj.get("metadata") or {}
         old = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-        new = transition(old, generation=int(meta.get("generation") or 0), now=datetime.now(UTC))
+        generation = int(meta.get("generation") or 0)
+        new = transition(old, generation=generation, now=datetime.now(UTC), **details)
         if not conditions.status_changed(old, new):
             return obj
         patched: dict[str, Any] | None = await self.client.send_or_none(
