@@ -15,8 +15,6 @@ from pathlib import Path
 
 from runner.kube.resources import ObjectRef
 
-MAX_RUNNER_ARTIFACTS_ANNOTATION = "ansible.sdk.operatorframework.io/max-runner-artifacts"
-
 
 def _safe(part: str) -> str:
     return part.replace("/", "_") or "_"
@@ -54,19 +52,3 @@ class Artifacts:
                     shutil.rmtree(cr_dir, ignore_errors=True)
                     removed += 1
         return removed
-
-
-def max_artifacts(annotations: dict[str, str], default: int) -> int:
-    """The count to keep: the CR's annotation when it is a positive integer, else `default`."""
-    raw = annotations.get(MAX_RUNNER_ARTIFACTS_ANNOTATION)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(
-            f"annotation {MAX_RUNNER_ARTIFACTS_ANNOTATION}={raw!r} is not an integer"
-        ) from None
-    if value < 1:
-        raise ValueError(f"annotation {MAX_RUNNER_ARTIFACTS_ANNOTATION}={raw!r} must be >= 1")
-    return value

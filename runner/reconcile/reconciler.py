@@ -22,23 +22,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner.ansible.artifacts import Artifacts, max_artifacts
+from runner.ansible.artifacts import Artifacts
 from runner.ansible.executor import Executor, LogEvents, RunRequest, RunResult, role_playbook_text
 from runner.ansible.results import RunSummary
 from runner.dependents.proxy import Proxy, owner_of
 from runner.kube import client as kube
 from runner.kube.client import KubeClient
 from runner.kube.resources import ObjectRef
+from runner.reconcile import annotations as cr_annotations
 from runner.reconcile import conditions, extravars
 from runner.reconcile.recorder import EventRecorder
-from runner.util.durations import parse_period
 from runner.util.logs import cr_fields
 from runner.watches import Watch
 
 log = logging.getLogger("runner.reconcile")
-
-VERBOSITY_ANNOTATION = "ansible.sdk.operatorframework.io/verbosity"
-RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
 
 
 @dataclass(frozen=True)
@@ -88,26 +85,6 @@ def cr_env(ref: ObjectRef) -> dict[str, str]:
     }
 
 
-def annotation_int(annotations: Mapping[str, str], key: str) -> int | None:
-    raw = annotations.get(key)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"annotation {key}={raw!r} is not an integer") from None
-
-
-def reconcile_period(annotations: Mapping[str, str], default: float | None) -> float | None:
-    raw = annotations.get(RECONCILE_PERIOD_ANNOTATION)
-    if raw is None:
-        return default
-    try:
-        return parse_period(raw, "the period")
-    except ValueError as err:
-        raise ValueError(f"annotation {RECONCILE_PERIOD_ANNOTATION}: {err}") from None
-
-
 class Reconciler:
     """Reconciles the CRs of one watch."""
 
@@ -146,9 +123,9 @@ class Reconciler:
         if deleting and (finalizer is None or finalizer not in finalizers):
             return Outcome(detail="being deleted, nothing of ours to finalize")
         try:
-            period = reconcile_period(annotations, self.options.reconcile_period)
-            verbosity = annotation_int(annotations, VERBOSITY_ANNOTATION)
-            keep = max_artifacts(annotations, self.watch.max_runner_artifacts)
+            period = cr_annotations.reconcile_period(annotations, self.options.reconcile_period)
+            verbosity = cr_annotations.verbosity(annotations)
+            keep = cr_annotations.max_artifacts(annotations, self.watch.max_runner_artifacts)
         except ValueError as err:
             await self._report_error(ref, obj, f"{err}; fix or remove the annotation")
             return Outcome(failed=True, detail=str(err), errored=True)
