@@ -21,7 +21,7 @@ from runner.ansible.executor import Executor, LogEvents
 from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
 from runner.app.kopf_import import kopf
 from runner.app.production import Production, ProductionConfig
-from runner.control.controller import Controller
+from runner.control.controller import Controller, drain
 from runner.dependents.ownership import Owner, Primary, RequestInfo, is_owner, same_namespace
 from runner.dependents.proxy import Proxy
 from runner.dependents.watcher import DependentWatches
@@ -249,14 +249,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         log.info(
             "stopping: waiting up to %g s for running reconciles", config.graceful_shutdown_timeout
         )
-        results = await asyncio.gather(
-            *(c.stop(config.graceful_shutdown_timeout) for c in controllers)
-        )
-        if not all(results):
-            executor.cancel_all()
-            log.warning(
-                "runs still going after %g s were cancelled", config.graceful_shutdown_timeout
-            )
+        await drain(controllers, config.graceful_shutdown_timeout, executor.cancel_all, log)
         await production.close()  # after the runs ended: release the Lease, stop the endpoints
         await dependents.stop()
         await proxy.stop()

@@ -50,7 +50,7 @@ from runner.app.leader import (
     new_identity,
 )
 from runner.app.metrics import NULL_METRICS, Metrics, PrometheusMetrics, WorkerStats
-from runner.control.controller import Controller
+from runner.control.controller import Controller, drain
 from runner.kube.client import KubeClient
 from runner.watches import Watch
 
@@ -243,10 +243,7 @@ class Production:
         log.info(
             "stopping: waiting up to %g s for running reconciles to release the Lease", timeout
         )
-        results = await asyncio.gather(*(c.stop(timeout) for c in self._controllers))
-        if not all(results):
-            self._cancel_runs()
-            log.warning("runs still going after %g s were cancelled", timeout)
+        await drain(self._controllers, timeout, self._cancel_runs, log)
         await self._stop_renewing()
         await elector.release()
         self._set_leader(False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from runner.app.metrics import NULL_METRICS, Metrics, Result
@@ -171,3 +171,19 @@ def _is_api_error(err: Exception) -> bool:
     from runner.kube.client import ApiError
 
     return isinstance(err, (ApiError, OSError))
+
+
+async def drain(
+    controllers: Iterable[Controller],
+    timeout: float,
+    cancel_runs: Callable[[], None],
+    logger: logging.Logger = log,
+) -> bool:
+    """Stop the controllers, waiting up to `timeout` s for their runs in progress; cancel the
+    runs still going after that (and say so on `logger`). True when all ended in time."""
+    results = await asyncio.gather(*(c.stop(timeout) for c in controllers))
+    if all(results):
+        return True
+    cancel_runs()
+    logger.warning("runs still going after %g s were cancelled", timeout)
+    return False
