@@ -22,8 +22,8 @@ from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, 
 from runner.app.kopf_import import kopf
 from runner.app.production import Production, ProductionConfig
 from runner.control.controller import Controller, drain
-from runner.dependents.ownership import Owner, Primary, RequestInfo, is_owner, same_namespace
 from runner.dependents.proxy import Proxy
+from runner.dependents.routing import Routes
 from runner.dependents.watcher import DependentWatches
 from runner.kube import client as kube
 from runner.kube import credentials as creds
@@ -191,8 +191,8 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     registry = kopf.OperatorRegistry()
     production.register(registry, config.graceful_shutdown_timeout)  # early Lease release
     upstream = kube.AsyncUpstream(credentials)
-    by_kind: dict[tuple[str, str], Controller] = {}
-    dependents = DependentWatches(upstream, lambda p: _trigger(by_kind, p), config.namespaces)
+    routes = Routes()
+    dependents = DependentWatches(upstream, routes.trigger, config.namespaces)
 
     async def stop_dependent_watches(**_: Any) -> None:
         """In kopf's cleanup: otherwise kopf waits 5 s for these tasks before it returns."""
@@ -204,7 +204,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     proxy = Proxy(
         upstream,
         inject=config.inject_owner_ref,
-        on_write=lambda info, owner, obj: _on_write(by_kind, dependents, info, owner, obj),
+        on_write=lambda info, owner, obj: routes.on_write(dependents, info, owner, obj),
     )
     await proxy.start()
 
@@ -220,7 +220,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         reconciler = Reconciler(watch, options, client, executor, artifacts, recorder, proxy)
         controller = Controller(reconciler, workers, metrics=production.metrics)
         production.track(controller)
-        by_kind[(watch.gvk.group, watch.gvk.kind)] = controller
+        routes.add(controller)
         register(registry, controller)
         controller.start()
         controllers.append(controller)
@@ -257,44 +257,6 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         executor.close()
         client.close()
     return production.exit_code
-
-
-def _trigger(by_kind: Mapping[tuple[str, str], Controller], primary: Primary) -> bool:
-    """A dependent changed: reconcile the primary CR it points at, if it is one of ours."""
-    controller = by_kind.get((primary.group, primary.kind))
-    if controller is None:
-        return False
-    if primary.via_annotation and not controller.watch.watch_cluster_scoped_resources:
-        return False
-    return controller.enqueue_named(primary.namespace, primary.name)
-
-
-def _on_write(
-    by_kind: Mapping[tuple[str, str], Controller],
-    dependents: DependentWatches,
-    info: RequestInfo,
-    owner: Owner,
-    obj: Mapping[str, Any],
-) -> None:
-    """A role wrote `obj` for `owner`: watch its kind from now on, as the watch allows."""
-    dependents.own_write(obj)
-    controller = by_kind.get((owner.group, owner.kind))
-    if controller is None or not controller.watch.watch_dependent_resources:
-        return
-    watch = controller.watch
-    if is_owner(info, obj, owner) or blacklisted(watch, info, obj):
-        return
-    cross = not same_namespace(info, obj, owner)
-    if cross and not watch.watch_cluster_scoped_resources:
-        return
-    dependents.ensure(info, cluster_wide=cross)
-
-
-def blacklisted(watch: Watch, info: RequestInfo, obj: Mapping[str, Any]) -> bool:
-    kind = str(obj.get("kind") or "")
-    return any(
-        (b.group, b.version, b.kind) == (info.group, info.version, kind) for b in watch.blacklist
-    )
 
 
 def run_operator(config: OperatorConfig) -> int:
