@@ -11,7 +11,6 @@ reach Ansible intact.
 from __future__ import annotations
 
 import asyncio
-import enum
 import json
 import logging
 import os
@@ -20,7 +19,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ import ansible_runner
 import pexpect
 
 from runner.ansible import collections_path
+from runner.ansible.interface import LogEvents, RunRequest, RunResult
 from runner.ansible.results import RunSummary, apply_event
 from runner.ansible.warm import WarmPool
 
@@ -35,40 +34,6 @@ log = logging.getLogger("runner.executor")
 
 # ansible-playbook and friends of the Python environment the runner runs in go first on PATH.
 _BIN_DIR = Path(sys.executable).parent
-
-
-class LogEvents(enum.Enum):
-    """`--ansible-log-events`: which job events go to the operator's log."""
-
-    TASKS = "Tasks"
-    EVERYTHING = "Everything"
-    NOTHING = "Nothing"
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    private_dir: Path
-    ident: str
-    playbook: Path
-    extravars_text: str
-    verbosity: int = 0
-    cmdline: tuple[str, ...] = ()
-    rotate: int = 20
-    envvars: Mapping[str, str] = field(default_factory=dict)
-    log_events: LogEvents = LogEvents.TASKS
-    log_extra: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class RunResult:
-    status: str  # ansible-runner's: successful, failed, timeout, canceled, error
-    rc: int | None
-    summary: RunSummary
-    stdout_tail: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.summary.finished and not self.summary.failures and self.status == "successful"
 
 
 class _PromptCloseSpawn(pexpect.spawn):  # type: ignore[misc]
@@ -99,17 +64,6 @@ def inventory_text(python: str = sys.executable) -> str:
     return (
         "[all]\n"
         f"localhost ansible_connection=local ansible_python_interpreter={shlex.quote(python)}\n"
-    )
-
-
-def role_playbook_text(role: str, gather_facts: bool = False) -> str:
-    """The playbook that runs a `role:` watch, as operator-sdk (via ansible-runner) does."""
-    return (
-        "---\n"
-        "- hosts: localhost\n"
-        f"  gather_facts: {'true' if gather_facts else 'false'}\n"
-        "  roles:\n"
-        f"    - role: {json.dumps(role)}\n"
     )
 
 

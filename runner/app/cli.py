@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from runner import __version__
-from runner.ansible.executor import LogEvents
+from runner.ansible.interface import LogEvents
 from runner.app.bind import BindAddressError, parse_bind_address
 from runner.util import logs
 from runner.util.durations import parse_period

@@ -17,7 +17,8 @@ from typing import Any
 
 from runner.ansible import collections_path
 from runner.ansible.artifacts import Artifacts
-from runner.ansible.executor import Executor, LogEvents
+from runner.ansible.executor import Executor
+from runner.ansible.interface import LogEvents
 from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
 from runner.app.kopf_import import kopf
 from runner.app.production import Production, ProductionConfig

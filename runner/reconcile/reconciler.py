@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.ansible.artifacts import Artifacts
-from runner.ansible.executor import Executor, LogEvents, RunRequest, RunResult, role_playbook_text
+from runner.ansible.executor import Executor
+from runner.ansible.interface import LogEvents, RunRequest, RunResult, role_playbook_text
 from runner.ansible.results import RunSummary
 from runner.dependents.proxy import Proxy, owner_of
 from runner.kube import client as kube

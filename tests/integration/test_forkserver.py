@@ -137,7 +137,8 @@ def test_signals_to_the_client_reach_the_job(module_server: Path, tmp_path: Path
 
 
 def test_idle_warm_executors_stop_and_start_again_with_the_next_run(tmp_path: Path) -> None:
-    from runner.ansible.executor import Executor, RunRequest
+    from runner.ansible.executor import Executor
+    from runner.ansible.interface import RunRequest
 
     playbook = tmp_path / "project" / "main.yml"
     playbook.parent.mkdir()
@@ -169,7 +170,8 @@ def test_idle_warm_executors_stop_and_start_again_with_the_next_run(tmp_path: Pa
 def test_runs_in_flight_stay_within_the_operators_run_slots(tmp_path: Path, slots: int) -> None:
     import asyncio
 
-    from runner.ansible.executor import Executor, RunRequest
+    from runner.ansible.executor import Executor
+    from runner.ansible.interface import RunRequest
 
     log = tmp_path / "log"
     playbook = tmp_path / "project" / "main.yml"
