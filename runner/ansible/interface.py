@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from runner.ansible.results import RunSummary
 
@@ -59,3 +59,9 @@ def role_playbook_text(role: str, gather_facts: bool = False) -> str:
         "  roles:\n"
         f"    - role: {json.dumps(role)}\n"
     )
+
+
+class Runs(Protocol):
+    """What runs Ansible for the reconciler: `runner.ansible.executor.Executor`, or a fake."""
+
+    async def run(self, request: RunRequest) -> RunResult: ...

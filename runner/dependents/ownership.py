@@ -56,6 +56,17 @@ class Owner:
         }
 
 
+def owner_of(obj: Mapping[str, Any]) -> Owner:
+    meta = obj.get("metadata") or {}
+    return Owner(
+        api_version=str(obj.get("apiVersion", "")),
+        kind=str(obj.get("kind", "")),
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace") or ""),
+        uid=str(meta.get("uid", "")),
+    )
+
+
 @dataclass(frozen=True)
 class RequestInfo:
     """What an API path names (the subset of the API server's RequestInfo we need)."""

@@ -23,7 +23,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,14 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from runner.dependents.ownership import Owner, RequestInfo, applies, fixup_patch, mark, parse_path
+from runner.dependents.ownership import (
+    Owner,
+    RequestInfo,
+    applies,
+    fixup_patch,
+    mark,
+    parse_path,
+)
 from runner.kube.client import JSON_PATCH, AsyncUpstream
 
 log = logging.getLogger("runner.proxy")
@@ -58,17 +65,6 @@ _JSON_TYPES = (
     "application/json-patch+json",
     "application/apply-patch+yaml",
 )
-
-
-def owner_of(obj: Mapping[str, Any]) -> Owner:
-    meta = obj.get("metadata") or {}
-    return Owner(
-        api_version=str(obj.get("apiVersion", "")),
-        kind=str(obj.get("kind", "")),
-        name=str(meta.get("name", "")),
-        namespace=str(meta.get("namespace") or ""),
-        uid=str(meta.get("uid", "")),
-    )
 
 
 def kubeconfig_text(url: str, token: str, namespace: str) -> str:

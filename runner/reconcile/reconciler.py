@@ -20,13 +20,12 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from runner.ansible.artifacts import Artifacts
-from runner.ansible.executor import Executor
-from runner.ansible.interface import LogEvents, RunRequest, RunResult, role_playbook_text
+from runner.ansible.interface import LogEvents, RunRequest, RunResult, Runs, role_playbook_text
 from runner.ansible.results import RunSummary
-from runner.dependents.proxy import Proxy, owner_of
+from runner.dependents.ownership import Owner, owner_of
 from runner.kube import client as kube
 from runner.kube.client import KubeClient
 from runner.kube.resources import ObjectRef
@@ -86,6 +85,12 @@ def cr_env(ref: ObjectRef) -> dict[str, str]:
     }
 
 
+class RunAccess(Protocol):
+    """How a run reaches the API: runner.dependents.proxy.Proxy (a kubeconfig per run)."""
+
+    def run_env(self, owner: Owner) -> AbstractContextManager[dict[str, str]]: ...
+
+
 class Reconciler:
     """Reconciles the CRs of one watch."""
 
@@ -94,10 +99,10 @@ class Reconciler:
         watch: Watch,
         options: Options,
         client: KubeClient,
-        executor: Executor,
+        executor: Runs,
         artifacts: Artifacts,
         recorder: EventRecorder,
-        proxy: Proxy | None = None,
+        proxy: RunAccess | None = None,
     ) -> None:
         self.proxy = proxy
         self.watch = watch
