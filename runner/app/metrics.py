@@ -32,8 +32,6 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Literal, Protocol
 
 from aiohttp import web
 from prometheus_client import (
@@ -51,39 +49,10 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from runner import __version__
-
-Result = Literal["success", "failure", "error"]
+from runner.control.metrics import Result, WorkerStats
 
 # A reconcile runs ansible-playbook: from a fraction of a second to many minutes.
 DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
-
-
-class Metrics(Protocol):
-    """What the controllers report. `NullMetrics` when metrics are off (and in unit tests)."""
-
-    def observe_reconcile(
-        self, kind: str, group: str, version: str, result: Result, seconds: float, failed_tasks: int
-    ) -> None: ...
-
-
-class NullMetrics:
-    def observe_reconcile(
-        self, kind: str, group: str, version: str, result: Result, seconds: float, failed_tasks: int
-    ) -> None:
-        return None
-
-
-NULL_METRICS: Metrics = NullMetrics()
-
-
-@dataclass(frozen=True)
-class WorkerStats:
-    """The state of one controller at scrape time."""
-
-    queue_depth: int
-    queue_scheduled: int
-    busy_workers: int
-    workers: int
 
 
 StatsSource = Callable[[], WorkerStats]

@@ -49,8 +49,9 @@ from runner.app.leader import (
     election_namespace,
     new_identity,
 )
-from runner.app.metrics import NULL_METRICS, Metrics, PrometheusMetrics, WorkerStats
+from runner.app.metrics import PrometheusMetrics
 from runner.control.controller import Controller, drain
+from runner.control.metrics import NULL_METRICS, Metrics, WorkerStats
 from runner.kube.client import KubeClient
 from runner.watches import Watch
 

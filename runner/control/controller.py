@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from runner.app.metrics import NULL_METRICS, Metrics, Result
 from runner.control.backoff import Backoff
+from runner.control.metrics import NULL_METRICS, Metrics, Result
 from runner.control.queue import WorkQueue
 from runner.control.selectors import matches
 from runner.control.triggers import Seen, fingerprint, should_reconcile

@@ -10,8 +10,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import generate_latest
 
 from runner.app.health import Health
-from runner.app.metrics import PrometheusMetrics, Result, WorkerStats, gvk_label
+from runner.app.metrics import PrometheusMetrics, gvk_label
 from runner.control.controller import Controller
+from runner.control.metrics import Result, WorkerStats
 from runner.control.queue import WorkQueue
 from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile.reconciler import Outcome, Reconciler
