@@ -7,28 +7,28 @@ from typing import Any
 
 from runner.util.durations import parse_go_duration
 from runner.watches.messages import (
-    _ENTRY_KEYS,
-    _FINALIZER_KEYS,
-    _GVK_KEYS,
-    _canonical_keys,
-    _describe,
-    _flag,
-    _mapping,
-    _text,
-    _vars,
-    _Where,
+    ENTRY_KEYS,
+    FINALIZER_KEYS,
+    GVK_KEYS,
+    Where,
+    as_text,
+    canonical_keys,
+    describe,
+    flag_value,
+    mapping_value,
+    vars_value,
 )
 from runner.watches.model import DEFAULT_MAX_RUNNER_ARTIFACTS, GVK, Finalizer, Watch
-from runner.watches.roles import _role_and_playbook, _Search
-from runner.watches.selector import _selector
+from runner.watches.roles import Search, role_and_playbook
+from runner.watches.selector import selector_value
 
 # ---------------------------------------------------------------------------
 # Other entry keys
 # ---------------------------------------------------------------------------
 
 
-def _gvk(values: Mapping[str, Any], where: _Where) -> GVK:
-    group, version, kind = (_text(values.get(key), where, key) for key in _GVK_KEYS)
+def _gvk(values: Mapping[str, Any], where: Where) -> GVK:
+    group, version, kind = (as_text(values.get(key), where, key) for key in GVK_KEYS)
     for key, text in (("version", version), ("kind", kind)):
         if not text:
             raise where.error(
@@ -40,7 +40,7 @@ def _gvk(values: Mapping[str, Any], where: _Where) -> GVK:
     return GVK(group, version, kind)
 
 
-def _reconcile_period(values: Mapping[str, Any], where: _Where) -> float | None:
+def _reconcile_period(values: Mapping[str, Any], where: Where) -> float | None:
     key = "reconcilePeriod"
     if key not in values:
         return None
@@ -56,7 +56,7 @@ def _reconcile_period(values: Mapping[str, Any], where: _Where) -> float | None:
             ) from None
     else:
         raise where.error(
-            key, f"must be a duration such as 30s, 1m30s or 1h, found {_describe(value)}"
+            key, f"must be a duration such as 30s, 1m30s or 1h, found {describe(value)}"
         )
     if seconds < 0:
         raise where.error(key, f"must not be negative ({value!r}); use 0 to turn it off")
@@ -69,13 +69,13 @@ def _reconcile_period(values: Mapping[str, Any], where: _Where) -> float | None:
     return seconds
 
 
-def _max_runner_artifacts(values: Mapping[str, Any], where: _Where) -> int:
+def _max_runner_artifacts(values: Mapping[str, Any], where: Where) -> int:
     key = "maxRunnerArtifacts"
     value = values.get(key, DEFAULT_MAX_RUNNER_ARTIFACTS)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise where.error(key, f"must be a whole number, found {_describe(value)}")
+        raise where.error(key, f"must be a whole number, found {describe(value)}")
     if value < 0:
         raise where.error(key, f"must not be negative, found {value}")
     if value == 0:
@@ -89,18 +89,18 @@ def _max_runner_artifacts(values: Mapping[str, Any], where: _Where) -> int:
     return value
 
 
-def _blacklist(values: Mapping[str, Any], where: _Where) -> tuple[GVK, ...]:
+def _blacklist(values: Mapping[str, Any], where: Where) -> tuple[GVK, ...]:
     raw = values.get("blacklist", [])
     if not isinstance(raw, list):
         raise where.error(
             "blacklist",
-            f"must be a list of {{group, version, kind}} mappings, found {_describe(raw)}",
+            f"must be a list of {{group, version, kind}} mappings, found {describe(raw)}",
         )
     result = []
     for number, item in enumerate(raw, start=1):
         key = f"blacklist[{number}]"
-        fields = _canonical_keys(_mapping(item, where, key), _GVK_KEYS, where, key + ".")
-        group, version, kind = (_text(fields.get(k), where, f"{key}.{k}") for k in _GVK_KEYS)
+        fields = canonical_keys(mapping_value(item, where, key), GVK_KEYS, where, key + ".")
+        group, version, kind = (as_text(fields.get(k), where, f"{key}.{k}") for k in GVK_KEYS)
         if not version or not kind:
             raise where.error(
                 key,
@@ -116,19 +116,19 @@ def _blacklist(values: Mapping[str, Any], where: _Where) -> tuple[GVK, ...]:
 # ---------------------------------------------------------------------------
 
 
-def _finalizer(values: Mapping[str, Any], search: _Search, where: _Where) -> Finalizer | None:
+def _finalizer(values: Mapping[str, Any], search: Search, where: Where) -> Finalizer | None:
     if "finalizer" not in values:
         return None
-    fields = _canonical_keys(
-        _mapping(values["finalizer"], where, "finalizer"), _FINALIZER_KEYS, where, "finalizer."
+    fields = canonical_keys(
+        mapping_value(values["finalizer"], where, "finalizer"), FINALIZER_KEYS, where, "finalizer."
     )
-    name = _text(fields.get("name"), where, "finalizer.name")
+    name = as_text(fields.get("name"), where, "finalizer.name")
     if not name:
         raise where.error(
             "finalizer.name", "missing; a finalizer needs a name, e.g. name: example.com/finalizer"
         )
-    role, playbook = _role_and_playbook(fields, search, where, "finalizer.")
-    finalizer_vars = _vars(fields, where, "finalizer.")
+    role, playbook = role_and_playbook(fields, search, where, "finalizer.")
+    finalizer_vars = vars_value(fields, where, "finalizer.")
     if role is None and playbook is None and not finalizer_vars:
         raise where.error(
             "finalizer",
@@ -138,10 +138,10 @@ def _finalizer(values: Mapping[str, Any], search: _Search, where: _Where) -> Fin
     return Finalizer(name=name, role=role, playbook=playbook, vars=finalizer_vars)
 
 
-def _watch(raw: Mapping[Any, Any], search: _Search, where: _Where) -> Watch:
-    values = _canonical_keys(raw, _ENTRY_KEYS, where, "")
+def entry_watch(raw: Mapping[Any, Any], search: Search, where: Where) -> Watch:
+    values = canonical_keys(raw, ENTRY_KEYS, where, "")
     gvk = _gvk(values, where)
-    role, playbook = _role_and_playbook(values, search, where, "")
+    role, playbook = role_and_playbook(values, search, where, "")
     if role is None and playbook is None:
         raise where.error(
             "role",
@@ -151,15 +151,17 @@ def _watch(raw: Mapping[Any, Any], search: _Search, where: _Where) -> Watch:
         gvk=gvk,
         role=role,
         playbook=playbook,
-        vars=_vars(values, where, ""),
+        vars=vars_value(values, where, ""),
         reconcile_period=_reconcile_period(values, where),
-        manage_status=_flag(values, "manageStatus", True, where),
-        watch_dependent_resources=_flag(values, "watchDependentResources", True, where),
-        watch_cluster_scoped_resources=_flag(values, "watchClusterScopedResources", False, where),
-        snake_case_parameters=_flag(values, "snakeCaseParameters", True, where),
-        watch_annotations_changes=_flag(values, "watchAnnotationsChanges", False, where),
-        mark_unsafe=_flag(values, "markUnsafe", True, where),
-        selector=_selector(values, where),
+        manage_status=flag_value(values, "manageStatus", True, where),
+        watch_dependent_resources=flag_value(values, "watchDependentResources", True, where),
+        watch_cluster_scoped_resources=flag_value(
+            values, "watchClusterScopedResources", False, where
+        ),
+        snake_case_parameters=flag_value(values, "snakeCaseParameters", True, where),
+        watch_annotations_changes=flag_value(values, "watchAnnotationsChanges", False, where),
+        mark_unsafe=flag_value(values, "markUnsafe", True, where),
+        selector=selector_value(values, where),
         blacklist=_blacklist(values, where),
         finalizer=_finalizer(values, search, where),
         max_runner_artifacts=_max_runner_artifacts(values, where),

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import yaml
 
-from runner.watches.messages import _describe
+from runner.watches.messages import describe
 from runner.watches.model import WatchesError
 
 # ---------------------------------------------------------------------------
@@ -88,7 +88,7 @@ _configure_go_yaml_loader()
 # ---------------------------------------------------------------------------
 
 
-def _read_text(path: Path, name: str) -> str:
+def read_text(path: Path, name: str) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -103,7 +103,7 @@ def _read_text(path: Path, name: str) -> str:
         raise WatchesError(f"{name}: cannot be read: {exc.strerror or exc}") from None
 
 
-def _parse_yaml(text: str, name: str, warnings: list[str]) -> object:
+def parse_yaml(text: str, name: str, warnings: list[str]) -> object:
     loader = _GoYamlLoader(text)
     try:
         document = loader.get_single_data()
@@ -125,13 +125,13 @@ def _parse_yaml(text: str, name: str, warnings: list[str]) -> object:
     return document
 
 
-def _entries(document: object, name: str, warnings: list[str]) -> list[object]:
+def entries_of(document: object, name: str, warnings: list[str]) -> list[object]:
     if document is None:
         warnings.append(f"{name}: no entries; nothing will be watched")
         return []
     if not isinstance(document, list):
         raise WatchesError(
             f"{name}: the top level must be a list of entries (each starting with '- '), "
-            f"found {_describe(document)}"
+            f"found {describe(document)}"
         )
     return document

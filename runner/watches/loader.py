@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from runner.watches.envexpand import expand_env
-from runner.watches.fields import _watch
-from runner.watches.goyaml import _entries, _parse_yaml, _read_text
-from runner.watches.messages import _describe, _entry_label, _Where
+from runner.watches.fields import entry_watch
+from runner.watches.goyaml import entries_of, parse_yaml, read_text
+from runner.watches.messages import Where, describe, entry_label
 from runner.watches.model import GVK, LoadResult, Watch, WatchesError
-from runner.watches.roles import _Search
+from runner.watches.roles import Search
 
 
 def _check_duplicates(watches: Sequence[Watch], name: str) -> None:
@@ -44,9 +44,9 @@ def load_watches(
     """
     name = str(path)
     warnings: list[str] = []
-    text = expand_env(_read_text(path, name), environ)
-    entries = _entries(_parse_yaml(text, name, warnings), name, warnings)
-    search = _Search(
+    text = expand_env(read_text(path, name), environ)
+    entries = entries_of(parse_yaml(text, name, warnings), name, warnings)
+    search = Search(
         base_dir=Path(os.path.abspath(path)).parent,
         roles_paths=tuple(Path(os.path.abspath(p)) for p in roles_paths),
         collection_roots=tuple(collection_roots),
@@ -54,8 +54,8 @@ def load_watches(
     watches = []
     for number, raw in enumerate(entries, start=1):
         if not isinstance(raw, Mapping):
-            where = _Where(name, number, "", warnings)
-            raise where.error(None, f"must be a mapping of keys, found {_describe(raw)}")
-        watches.append(_watch(raw, search, _Where(name, number, _entry_label(raw), warnings)))
+            where = Where(name, number, "", warnings)
+            raise where.error(None, f"must be a mapping of keys, found {describe(raw)}")
+        watches.append(entry_watch(raw, search, Where(name, number, entry_label(raw), warnings)))
     _check_duplicates(watches, name)
     return LoadResult(watches=watches, warnings=warnings)

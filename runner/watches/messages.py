@@ -13,7 +13,7 @@ from runner.watches.model import WatchesError
 # Keys
 # ---------------------------------------------------------------------------
 
-_ENTRY_KEYS: Final = (
+ENTRY_KEYS: Final = (
     "group",
     "version",
     "kind",
@@ -32,14 +32,14 @@ _ENTRY_KEYS: Final = (
     "finalizer",
     "maxRunnerArtifacts",
 )
-_FINALIZER_KEYS: Final = ("name", "role", "playbook", "vars")
-_GVK_KEYS: Final = ("group", "version", "kind")
-_SELECTOR_KEYS: Final = ("matchLabels", "matchExpressions")
-_EXPRESSION_KEYS: Final = ("key", "operator", "values")
-_SELECTOR_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
+FINALIZER_KEYS: Final = ("name", "role", "playbook", "vars")
+GVK_KEYS: Final = ("group", "version", "kind")
+SELECTOR_KEYS: Final = ("matchLabels", "matchExpressions")
+EXPRESSION_KEYS: Final = ("key", "operator", "values")
+SELECTOR_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-def _suggestion(word: str, known: Iterable[str]) -> str:
+def suggestion(word: str, known: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the known word closest to ``word``, else ``""``."""
     by_folded = {candidate.casefold(): candidate for candidate in known}
     close = difflib.get_close_matches(word.casefold(), list(by_folded), n=1, cutoff=0.6)
@@ -61,7 +61,7 @@ def _go_text(value: object) -> str | None:
     return None
 
 
-def _describe(value: object) -> str:
+def describe(value: object) -> str:
     names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}
     if value is None:
         return "empty (null)"
@@ -75,7 +75,7 @@ def _describe(value: object) -> str:
 
 
 @dataclass
-class _Where:
+class Where:
     """One entry of the file: builds messages naming file, entry and key."""
 
     file: str
@@ -94,12 +94,12 @@ class _Where:
         self.warnings.append(self._prefix(key) + message)
 
 
-def _entry_label(raw: Mapping[Any, Any]) -> str:
+def entry_label(raw: Mapping[Any, Any]) -> str:
     """``group/version Kind`` from an unvalidated entry, for messages."""
     found = {
         key.casefold(): _go_text(value)
         for key, value in raw.items()
-        if isinstance(key, str) and key.casefold() in _GVK_KEYS
+        if isinstance(key, str) and key.casefold() in GVK_KEYS
     }
     group = found.get("group") or ""
     version = found.get("version") or "?"
@@ -109,8 +109,8 @@ def _entry_label(raw: Mapping[Any, Any]) -> str:
     return f"{group}/{version} {kind}" if group else f"{version} {kind}"
 
 
-def _canonical_keys(
-    raw: Mapping[Any, Any], known: Sequence[str], where: _Where, prefix: str
+def canonical_keys(
+    raw: Mapping[Any, Any], known: Sequence[str], where: Where, prefix: str
 ) -> dict[str, Any]:
     """Map keys to their known spelling (case-insensitively, like Go); warn about others.
 
@@ -123,7 +123,7 @@ def _canonical_keys(
         shown = f"{prefix}{key}"
         canonical = by_folded.get(key.casefold()) if isinstance(key, str) else None
         if canonical is None:
-            hint = _suggestion(str(key), known)
+            hint = suggestion(str(key), known)
             where.warn(None, f"unknown key '{shown}' ignored{hint}")
             continue
         if canonical in origin:
@@ -143,24 +143,24 @@ def _canonical_keys(
     return result
 
 
-def _mapping(value: object, where: _Where, key: str) -> Mapping[Any, Any]:
+def mapping_value(value: object, where: Where, key: str) -> Mapping[Any, Any]:
     if not isinstance(value, Mapping):
-        raise where.error(key, f"must be a mapping, found {_describe(value)}")
+        raise where.error(key, f"must be a mapping, found {describe(value)}")
     return value
 
 
-def _text(value: object, where: _Where, key: str) -> str:
+def as_text(value: object, where: Where, key: str) -> str:
     text = _go_text(value)
     if text is None:
-        raise where.error(key, f"must be a string, found {_describe(value)}; quote it")
+        raise where.error(key, f"must be a string, found {describe(value)}; quote it")
     return text
 
 
-def _flag(values: Mapping[str, Any], key: str, default: bool, where: _Where) -> bool:
+def flag_value(values: Mapping[str, Any], key: str, default: bool, where: Where) -> bool:
     value = values.get(key, default)
     if not isinstance(value, bool):
         raise where.error(
-            key, f"must be true or false, found {_describe(value)}; write {key}: true or false"
+            key, f"must be true or false, found {describe(value)}; write {key}: true or false"
         )
     return value
 
@@ -170,7 +170,7 @@ def _flag(values: Mapping[str, Any], key: str, default: bool, where: _Where) -> 
 # ---------------------------------------------------------------------------
 
 
-def _string_keys(value: Any, where: _Where, key: str) -> Any:
+def _string_keys(value: Any, where: Where, key: str) -> Any:
     """Copy ``value`` turning integer/boolean mapping keys into text, as Go does."""
     if isinstance(value, Mapping):
         result: dict[str, Any] = {}
@@ -187,10 +187,10 @@ def _string_keys(value: Any, where: _Where, key: str) -> Any:
     return value
 
 
-def _vars(values: Mapping[str, Any], where: _Where, prefix: str) -> dict[str, Any]:
+def vars_value(values: Mapping[str, Any], where: Where, prefix: str) -> dict[str, Any]:
     """The ``vars`` mapping (``{}`` when absent), with text keys."""
     if "vars" not in values:
         return {}
     key = prefix + "vars"
-    converted: dict[str, Any] = _string_keys(_mapping(values["vars"], where, key), where, key)
+    converted: dict[str, Any] = _string_keys(mapping_value(values["vars"], where, key), where, key)
     return converted

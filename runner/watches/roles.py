@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.watches.messages import _suggestion, _text, _Where
+from runner.watches.messages import Where, as_text, suggestion
 
 # ---------------------------------------------------------------------------
 # Role and playbook lookup
@@ -16,7 +16,7 @@ from runner.watches.messages import _suggestion, _text, _Where
 
 
 @dataclass(frozen=True)
-class _Search:
+class Search:
     """Where relative roles, collection roles and playbooks are looked up."""
 
     base_dir: Path
@@ -39,7 +39,7 @@ def _collection_candidates(name: str, roots: Sequence[Path]) -> list[Path]:
     return candidates
 
 
-def _role_candidates(name: str, search: _Search) -> list[Path]:
+def _role_candidates(name: str, search: Search) -> list[Path]:
     if os.path.isabs(name):
         return [Path(name)]
     candidates = [search.base_dir / name, search.base_dir / "roles" / name]
@@ -66,10 +66,10 @@ def _near_misses(name: str, candidates: Sequence[Path], *, dirs: bool) -> str:
             siblings.update(
                 entry.name for entry in candidate.parent.iterdir() if entry.is_dir() == dirs
             )
-    return _suggestion(wanted, sorted(siblings)) if wanted else ""
+    return suggestion(wanted, sorted(siblings)) if wanted else ""
 
 
-def _resolve_role(name: str, search: _Search, where: _Where, key: str) -> str:
+def _resolve_role(name: str, search: Search, where: Where, key: str) -> str:
     """Absolute path of role ``name``, or ``name`` itself for an installed collection role."""
     if _is_fqcn(name):
         for candidate in _collection_candidates(name, search.collection_roots):
@@ -90,7 +90,7 @@ def _resolve_role(name: str, search: _Search, where: _Where, key: str) -> str:
     )
 
 
-def _resolve_playbook(name: str, search: _Search, where: _Where, key: str) -> Path:
+def _resolve_playbook(name: str, search: Search, where: Where, key: str) -> Path:
     path = Path(os.path.abspath(search.base_dir / name))
     if path.is_file():
         return path
@@ -103,11 +103,13 @@ def _resolve_playbook(name: str, search: _Search, where: _Where, key: str) -> Pa
     )
 
 
-def _role_and_playbook(
-    values: Mapping[str, Any], search: _Search, where: _Where, prefix: str
+def role_and_playbook(
+    values: Mapping[str, Any], search: Search, where: Where, prefix: str
 ) -> tuple[str | None, Path | None]:
-    role = _text(values["role"], where, prefix + "role") if "role" in values else ""
-    playbook = _text(values["playbook"], where, prefix + "playbook") if "playbook" in values else ""
+    role = as_text(values["role"], where, prefix + "role") if "role" in values else ""
+    playbook = (
+        as_text(values["playbook"], where, prefix + "playbook") if "playbook" in values else ""
+    )
     if role and playbook:
         raise where.error(
             f"{prefix}role",

@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.watches.messages import (
-    _EXPRESSION_KEYS,
-    _SELECTOR_KEYS,
-    _SELECTOR_OPERATORS,
-    _canonical_keys,
-    _describe,
-    _mapping,
-    _text,
-    _Where,
+    EXPRESSION_KEYS,
+    SELECTOR_KEYS,
+    SELECTOR_OPERATORS,
+    Where,
+    as_text,
+    canonical_keys,
+    describe,
+    mapping_value,
 )
 
 # ---------------------------------------------------------------------------
@@ -49,11 +49,11 @@ def _label_value_problem(value: str) -> str | None:
     )
 
 
-def _match_labels(raw: object, where: _Where, key: str) -> dict[str, str]:
+def _match_labels(raw: object, where: Where, key: str) -> dict[str, str]:
     labels: dict[str, str] = {}
-    for label_key, label_value in _mapping(raw, where, key).items():
-        text_key = _text(label_key, where, key)
-        text_value = _text(label_value, where, f"{key}.{text_key}")
+    for label_key, label_value in mapping_value(raw, where, key).items():
+        text_key = as_text(label_key, where, key)
+        text_value = as_text(label_value, where, f"{key}.{text_key}")
         problem = _label_key_problem(text_key) or _label_value_problem(text_value)
         if problem:
             raise where.error(key, problem)
@@ -61,19 +61,19 @@ def _match_labels(raw: object, where: _Where, key: str) -> dict[str, str]:
     return labels
 
 
-def _expression(raw: object, where: _Where, key: str) -> dict[str, Any]:
-    fields = _canonical_keys(_mapping(raw, where, key), _EXPRESSION_KEYS, where, key + ".")
-    label_key = _text(fields.get("key"), where, f"{key}.key")
-    operator = _text(fields.get("operator"), where, f"{key}.operator")
+def _expression(raw: object, where: Where, key: str) -> dict[str, Any]:
+    fields = canonical_keys(mapping_value(raw, where, key), EXPRESSION_KEYS, where, key + ".")
+    label_key = as_text(fields.get("key"), where, f"{key}.key")
+    operator = as_text(fields.get("operator"), where, f"{key}.operator")
     values_raw = fields.get("values", [])
     if not isinstance(values_raw, list):
-        raise where.error(f"{key}.values", f"must be a list, found {_describe(values_raw)}")
-    values = [_text(value, where, f"{key}.values") for value in values_raw]
+        raise where.error(f"{key}.values", f"must be a list, found {describe(values_raw)}")
+    values = [as_text(value, where, f"{key}.values") for value in values_raw]
     problem = _label_key_problem(label_key) or next(
         (p for p in map(_label_value_problem, values) if p), None
     )
-    if operator not in _SELECTOR_OPERATORS:
-        problem = f"operator {operator!r} is not one of {', '.join(_SELECTOR_OPERATORS)}"
+    if operator not in SELECTOR_OPERATORS:
+        problem = f"operator {operator!r} is not one of {', '.join(SELECTOR_OPERATORS)}"
     elif operator in ("In", "NotIn") and not values:
         problem = problem or f"operator {operator} needs a non-empty 'values' list"
     elif operator in ("Exists", "DoesNotExist") and values:
@@ -83,11 +83,11 @@ def _expression(raw: object, where: _Where, key: str) -> dict[str, Any]:
     return {"key": label_key, "operator": operator, "values": values}
 
 
-def _selector(values: Mapping[str, Any], where: _Where) -> dict[str, Any]:
+def selector_value(values: Mapping[str, Any], where: Where) -> dict[str, Any]:
     if "selector" not in values:
         return {}
-    fields = _canonical_keys(
-        _mapping(values["selector"], where, "selector"), _SELECTOR_KEYS, where, "selector."
+    fields = canonical_keys(
+        mapping_value(values["selector"], where, "selector"), SELECTOR_KEYS, where, "selector."
     )
     selector: dict[str, Any] = {}
     labels = _match_labels(fields.get("matchLabels", {}), where, "selector.matchLabels")
@@ -97,7 +97,7 @@ def _selector(values: Mapping[str, Any], where: _Where) -> dict[str, Any]:
     if not isinstance(raw_expressions, list):
         raise where.error(
             "selector.matchExpressions",
-            f"must be a list of {{key, operator, values}}, found {_describe(raw_expressions)}",
+            f"must be a list of {{key, operator, values}}, found {describe(raw_expressions)}",
         )
     expressions = [
         _expression(item, where, f"selector.matchExpressions[{number}]")
