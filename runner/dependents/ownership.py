@@ -12,7 +12,6 @@ when absent.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -85,9 +84,6 @@ class RequestInfo:
     def path(self, name: str | None = None) -> str:
         """The path of this resource in `namespace` (all namespaces when ""), or of `name`."""
         return resource_path(self.group, self.version, self.plural, self.namespace, name)
-
-
-_SEGMENT = re.compile(r"^[^/]+$")
 
 
 def parse_path(path: str) -> RequestInfo | None:

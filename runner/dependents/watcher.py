@@ -85,10 +85,6 @@ class DependentWatches:
             return True
         return False
 
-    @property
-    def kinds(self) -> list[Kind]:
-        return sorted(self._tasks)
-
     def ensure(self, info: RequestInfo, cluster_wide: bool) -> None:
         """Watch `info`'s kind (in the watched namespaces, or everywhere when `cluster_wide`)."""
         if self._stopped:

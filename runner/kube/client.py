@@ -80,13 +80,6 @@ def get_object(ref: ObjectRef) -> Request:
     return Request("GET", object_path(ref.resource, ref.namespace, ref.name))
 
 
-def list_objects(
-    resource: Resource, namespace: str | None = None, label_selector: str = ""
-) -> Request:
-    params = {"labelSelector": label_selector} if label_selector else {}
-    return Request("GET", object_path(resource, namespace), params)
-
-
 def patch_status(ref: ObjectRef, status: JSON) -> Request:
     """Merge-patch `status` through the status subresource: keys not named stay as they are."""
     return Request(

@@ -21,11 +21,6 @@ class Resource:
     def api_version(self) -> str:
         return api_version(self.group, self.version)
 
-    @property
-    def kind_group(self) -> str:
-        """`Kind.group`, the form operator-sdk's primary-resource-type annotation uses."""
-        return f"{self.kind}.{self.group}" if self.group else self.kind
-
 
 @dataclass(frozen=True, order=True)
 class ObjectRef:
