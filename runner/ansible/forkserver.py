@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import array
 import contextlib
-import hashlib
 import marshal
 import os
 import runpy
@@ -34,49 +33,14 @@ import socket
 import struct
 import sys
 import threading
-import types
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
-from runner.ansible import collections_path
+from runner.ansible.preload import _preload
 
 # Environment variables Ansible reads when it is imported; a job must match the server's.
 IMPORT_TIME_PREFIXES = ("ANSIBLE_",)
 ANSIBALLZ_CACHE_ENV = "OPERATOR_RUNNER_ANSIBALLZ_CACHE"
 _HEADER = struct.Struct("!I")
-
-PRELOAD = {
-    "playbook": (
-        "ansible.cli.playbook",
-        "ansible.executor.playbook_executor",
-        "ansible.executor.task_queue_manager",
-        "ansible.executor.process.worker",
-        "ansible.playbook",
-        "ansible.template",
-        "ansible.vars.manager",
-        "ansible.inventory.manager",
-        "ansible.plugins.loader",
-        "ansible.plugins.connection.local",
-        "ansible.plugins.action.normal",
-        "ansible.plugins.strategy.linear",
-        "ansible.executor.module_common",
-    ),
-    # Not kubernetes.core's module_utils: importing any ansible_collections package here would
-    # hide the other collections inside each module's AnsiballZ payload.
-    "module": (
-        "ansible.module_utils.basic",
-        "ansible.module_utils.common.text.converters",
-        "yaml",
-        "jinja2",
-        "kubernetes",
-        "kubernetes.client",
-        "kubernetes.config",
-        "kubernetes.dynamic",
-        "kubernetes.dynamic.discovery",
-        "urllib3",
-        "requests",
-    ),
-}
 
 
 def import_time_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -92,135 +56,6 @@ def _comparable(env: Mapping[str, str]) -> dict[str, str]:
 
 
 # --- server --------------------------------------------------------------------------------
-
-
-def _preload(kind: str) -> None:
-    import importlib
-
-    if kind == "module":
-        try:
-            count = precompile_collections(collection_roots(os.environ, sys.path))
-        except Exception as err:  # only costs speed
-            print(f"forkserver[{kind}]: could not precompile collections: {err}", file=sys.stderr)
-        else:
-            if count:
-                _install_code_cache()
-
-    for name in PRELOAD[kind]:
-        try:
-            importlib.import_module(name)
-        except Exception as err:  # a missing optional module only costs speed
-            print(f"forkserver[{kind}]: could not preload {name}: {err}", file=sys.stderr)
-    if kind == "playbook":
-        try:
-            _warm_plugins()
-        except Exception as err:
-            print(f"forkserver[{kind}]: could not warm the plugin loaders: {err}", file=sys.stderr)
-
-
-# Plugins every run loads: found, imported and their documented options registered once here
-# (parsing plugin documentation is most of a short run's cost), inherited by every job.
-WARM_PLUGINS = {
-    "inventory": ("host_list", "script", "auto", "yaml", "ini", "toml"),
-    "connection": ("local",),
-    "shell": ("sh",),
-    "become": ("sudo",),
-    "strategy": ("linear",),
-    "action": ("normal", "debug", "command", "set_fact", "include_role", "fail", "assert"),
-    "cache": ("jsonfile", "memory"),
-    "lookup": ("env", "file", "template"),
-}
-# Listed in full by every run (PlaybookExecutor.run, TaskQueueManager, the vars manager).
-WARM_ALL = ("connection", "shell", "become", "vars", "filter", "test")
-
-
-def _warm_plugins() -> None:
-    from ansible.plugins import loader
-
-    loader.init_plugin_loader([])
-    for kind, names in WARM_PLUGINS.items():
-        plugin_loader = getattr(loader, f"{kind}_loader")
-        for name in names:
-            plugin_loader.get(name, class_only=True)
-    for kind in WARM_ALL:
-        list(getattr(loader, f"{kind}_loader").all(class_only=True))
-    # Every callback ansible-core ships (each run lists them all), one by one: not
-    # ansible-runner's awx_display, which reads the run's artifact dir when it is imported.
-    builtin = Path(loader.__file__).parent / "callback"
-    for path in sorted(builtin.glob("*.py")):
-        if not path.name.startswith("_"):
-            loader.callback_loader.get(path.stem, class_only=True)
-
-
-# --- compiled collection code for module jobs ------------------------------------------------
-#
-# A module's AnsiballZ payload carries its collection's Python files (the module and its
-# module_utils) in a zip that Python imports with zipimport, which compiles every file from
-# source in every job (a kubernetes.core.k8s job: ~60 files, ~40 ms of CPU). The module server
-# compiles the collections it can see once; a job's zipimport gets the compiled code of a file
-# whose bytes are identical (looked up by their SHA-256), with the zip's file name put in, and
-# compiles anything else itself, as before. Nothing else is preloaded from collections: the
-# payload's files stay the ones that run.
-
-_CODE_CACHE: dict[bytes, types.CodeType] = {}
-
-
-def collection_roots(env: Mapping[str, str], sys_path: list[str]) -> list[Path]:
-    """The search path's directories that hold an `ansible_collections` tree, once each."""
-    roots: list[Path] = []
-    for root in collections_path.collection_roots(env, sys_path):
-        if root.name == "ansible_collections":
-            root = root.parent
-        if (root / "ansible_collections").is_dir() and root not in roots:
-            roots.append(root)
-    return roots
-
-
-def source_key(source: bytes) -> bytes:
-    return hashlib.sha256(source).digest()
-
-
-def precompile_collections(roots: list[Path]) -> int:
-    """Compile every module and module_util of the collections under `roots`; returns how many."""
-    patterns = ("*/*/plugins/module_utils/**/*.py", "*/*/plugins/modules/*.py")
-    for root in roots:
-        for pattern in patterns:
-            for path in (root / "ansible_collections").glob(pattern):
-                try:
-                    source = path.read_bytes()
-                    code = compile(_normalize(source), str(path), "exec", dont_inherit=True)
-                except (OSError, SyntaxError, ValueError):
-                    continue
-                _CODE_CACHE[source_key(source)] = code
-    return len(_CODE_CACHE)
-
-
-def _normalize(source: bytes) -> bytes:  # as zipimport does before compiling
-    return source.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-
-
-def with_filename(code: types.CodeType, filename: str) -> types.CodeType:
-    consts = tuple(
-        with_filename(const, filename) if isinstance(const, types.CodeType) else const
-        for const in code.co_consts
-    )
-    return code.replace(co_filename=filename, co_consts=consts)
-
-
-def _install_code_cache() -> None:
-    import zipimport
-
-    compile_source = getattr(zipimport, "_compile_source", None)
-    if compile_source is None:  # another Python's zipimport: compile as usual
-        return
-
-    def cached(pathname: str, source: bytes) -> types.CodeType:
-        code = _CODE_CACHE.get(source_key(source))
-        if code is None:
-            return compile_source(pathname, source)  # type: ignore[no-any-return]
-        return with_filename(code, pathname)
-
-    zipimport._compile_source = cached  # type: ignore[attr-defined]
 
 
 def _recv_job(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
@@ -517,78 +352,6 @@ def serve(kind: str, socket_path: str) -> None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             conn.close()
-
-
-# --- client --------------------------------------------------------------------------------
-
-# The client starts once per module task and once per run, so it imports nothing that Python
-# does not load at start-up anyway (socket, json, os, signal would cost ~12 ms each time): the
-# C modules underneath them instead.
-CLIENT = r"""
-import _signal, _socket, marshal, posix, sys
-
-def fallback():
-    posix.execv(FALLBACK[0], FALLBACK + sys.argv[1:])
-
-def decode(b):
-    return b.decode("utf-8", "surrogateescape")
-
-def lines(conn):
-    buf = b""
-    while True:
-        while b"\n" not in buf:
-            chunk = conn.recv(4096)
-            if not chunk:
-                return
-            buf += chunk
-        line, buf = buf.split(b"\n", 1)
-        word, _, value = decode(line).partition(" ")
-        yield word, value
-
-def main():
-    path = posix.environ.get(SOCKET_ENV.encode())
-    if not path:
-        fallback()
-    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        conn.connect(path)
-    except OSError:
-        fallback()
-    env = {decode(k): decode(v) for k, v in posix.environ.items()}
-    job = {"argv": [FALLBACK[-1]] + sys.argv[1:], "cwd": posix.getcwd(), "env": env}
-    body = marshal.dumps(job)
-    fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
-    data = len(body).to_bytes(4, "big") + body
-    conn.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-    replies = lines(conn)
-    word, value = next(replies, ("", ""))
-    if word != "pid":  # refused, or no answer: the real program
-        fallback()
-    pid = int(value)
-    def relay(signum, frame):
-        try:
-            posix.killpg(pid, signum)
-        except OSError:
-            pass
-    for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
-        _signal.signal(sig, relay)
-    word, value = next(replies, ("", ""))
-    posix._exit(int(value) if word == "exit" else 1)
-
-main()
-"""
-
-
-def client_script(python: str, socket_env: str, fallback: list[str]) -> str:
-    """A client executable: `fallback` is what to exec when no server takes the job (its last
-    item is argv[0] for the job)."""
-    return f"#!{python} -IS\nSOCKET_ENV = {socket_env!r}\nFALLBACK = {fallback!r}\n" + CLIENT
-
-
-def write_client(path: Path, python: str, socket_env: str, fallback: list[str]) -> Path:
-    path.write_text(client_script(python, socket_env, fallback), encoding="utf-8")
-    path.chmod(0o700)
-    return path
 
 
 if __name__ == "__main__":

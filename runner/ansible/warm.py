@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from runner.ansible import forkserver
+from runner.ansible import forkclient, forkserver
 
 log = logging.getLogger("runner.warm")
 
@@ -47,13 +47,13 @@ class WarmPool:
         os.chmod(self.dir, 0o700)
         self.sockets = {kind: str(self.dir / f"{kind}.sock") for kind in ("playbook", "module")}
         real_playbook = str(Path(sys.executable).parent / "ansible-playbook")
-        self.playbook_client = forkserver.write_client(
+        self.playbook_client = forkclient.write_client(
             self.dir / "ansible-playbook",
             sys.executable,
             PLAYBOOK_SOCKET_ENV,
             [sys.executable, real_playbook],
         )
-        self.python_client = forkserver.write_client(
+        self.python_client = forkclient.write_client(
             self.dir / "python", sys.executable, MODULE_SOCKET_ENV, [sys.executable]
         )
         run_env = runner_env(base_env)

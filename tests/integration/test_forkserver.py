@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.ansible import forkserver
+from runner.ansible import forkclient
 
 SOCKET_ENV = "TEST_FORKSERVER_SOCKET"
 
@@ -40,7 +40,7 @@ def module_server(tmp_path: Path) -> Iterator[Path]:
 
 
 def _client(tmp_path: Path, fallback: list[str]) -> Path:
-    return forkserver.write_client(tmp_path / "client", sys.executable, SOCKET_ENV, fallback)
+    return forkclient.write_client(tmp_path / "client", sys.executable, SOCKET_ENV, fallback)
 
 
 SCRIPT = """
