@@ -64,7 +64,7 @@ def with_filename(code: types.CodeType, filename: str) -> types.CodeType:
     return code.replace(co_filename=filename, co_consts=consts)
 
 
-def _install_code_cache() -> None:
+def install_code_cache() -> None:
     import zipimport
 
     compile_source = getattr(zipimport, "_compile_source", None)

@@ -35,7 +35,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 
-from runner.ansible.preload import _preload
+from runner.ansible.preload import preload_for
 
 # Environment variables Ansible reads when it is imported; a job must match the server's.
 IMPORT_TIME_PREFIXES = ("ANSIBLE_",)
@@ -313,7 +313,7 @@ def serve(kind: str, socket_path: str) -> None:
     """Preload, listen on `socket_path`, fork a child per job; runs until killed."""
     _die_with_parent()
     _SERVER_ENV.update(os.environ)
-    _preload(kind)
+    preload_for(kind)
     import gc
 
     gc.collect()

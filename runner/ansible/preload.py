@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from runner.ansible.codecache import _install_code_cache, collection_roots, precompile_collections
+from runner.ansible.codecache import collection_roots, install_code_cache, precompile_collections
 
 PRELOAD = {
     "playbook": (
@@ -42,7 +42,7 @@ PRELOAD = {
 }
 
 
-def _preload(kind: str) -> None:
+def preload_for(kind: str) -> None:
     import importlib
 
     if kind == "module":
@@ -52,7 +52,7 @@ def _preload(kind: str) -> None:
             print(f"forkserver[{kind}]: could not precompile collections: {err}", file=sys.stderr)
         else:
             if count:
-                _install_code_cache()
+                install_code_cache()
 
     for name in PRELOAD[kind]:
         try:

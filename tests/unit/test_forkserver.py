@@ -103,7 +103,7 @@ def test_precompiled_code_is_used_for_identical_bytes_only(
     # Prove which code runs: the cache entry for same.py's bytes answers with a marker.
     key = codecache.source_key(same)
     code_cache[key] = compile("VALUE = 'from the cache'", str(utils / "same.py"), "exec")
-    codecache._install_code_cache()
+    codecache.install_code_cache()
 
     payload = tmp_path / "payload.zip"
     with zipfile.ZipFile(payload, "w") as zf:
@@ -126,7 +126,7 @@ def test_cached_code_reports_the_payload_file(
     source = b"def where():\n    def inner():\n        return 1\n    return inner\n"
     (utils / "m.py").write_bytes(source)
     codecache.precompile_collections([tmp_path])
-    codecache._install_code_cache()
+    codecache.install_code_cache()
     code = zipimport._compile_source("/payload.zip/m.py", source)  # type: ignore[attr-defined]
     namespace: dict[str, object] = {}
     exec(code, namespace)
