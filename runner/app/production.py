@@ -38,13 +38,13 @@ from typing import Any
 from runner.app.bind import BindAddress, BindAddressError, Endpoint, parse_bind_address
 from runner.app.health import Health
 from runner.app.kopf_import import kopf
-from runner.app.leader import (
+from runner.app.leader import LeaderElector
+from runner.app.lease import (
     LEASE_DURATION,
     RENEW_DEADLINE,
     RETRY_PERIOD,
     ElectionConfig,
     ElectionError,
-    LeaderElector,
     default_election_id,
     election_namespace,
     new_identity,

@@ -11,11 +11,11 @@ from typing import Any, cast
 
 import pytest
 
-from runner.app.leader import (
+from runner.app.leader import LeaderElector
+from runner.app.lease import (
     Action,
     ElectionConfig,
     ElectionError,
-    LeaderElector,
     LeaseRecord,
     decide,
     default_election_id,
