@@ -31,6 +31,7 @@ from runner.kube.client import KubeClient
 from runner.kube.resources import ObjectRef
 from runner.reconcile import annotations as cr_annotations
 from runner.reconcile import conditions, extravars
+from runner.reconcile.ansible_result import AnsibleResult
 from runner.reconcile.recorder import EventRecorder
 from runner.util.logs import cr_fields
 from runner.watches import Watch
@@ -311,10 +312,8 @@ class Reconciler:
         )
 
 
-def _ansible_result(summary: RunSummary) -> conditions.AnsibleResult:
-    return conditions.AnsibleResult.from_stats_event(
-        summary.stats or {}, created=summary.stats_created
-    )
+def _ansible_result(summary: RunSummary) -> AnsibleResult:
+    return AnsibleResult.from_stats_event(summary.stats or {}, created=summary.stats_created)
 
 
 def _is_failing(obj: Mapping[str, Any]) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from runner.reconcile import conditions as c
-from runner.reconcile.conditions import AnsibleResult
+from runner.reconcile.ansible_result import AnsibleResult
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=1)
