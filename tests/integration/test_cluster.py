@@ -11,7 +11,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from .conftest import Cluster
-from .waiting import wait_for
+from .kit.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

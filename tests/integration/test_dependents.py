@@ -15,8 +15,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from .conftest import Cluster
-from .operator import PROJECT, RunningOperator, condition, crd, install_crd, operator
-from .waiting import wait_for
+from .kit.operator import PROJECT, RunningOperator, condition, crd, install_crd, operator
+from .kit.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

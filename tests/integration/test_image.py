@@ -26,8 +26,8 @@ import pytest
 from kubernetes import client
 
 from .conftest import Cluster
-from .operator import condition
-from .waiting import wait_for
+from .kit.operator import condition
+from .kit.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 

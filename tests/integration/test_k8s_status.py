@@ -24,8 +24,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from .conftest import Cluster
-from .operator import crd
-from .waiting import wait_for
+from .kit.operator import crd
+from .kit.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

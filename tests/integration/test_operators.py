@@ -25,8 +25,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from .conftest import Cluster
-from .operator import RunningOperator, condition, operator
-from .waiting import wait_for
+from .kit.operator import RunningOperator, condition, operator
+from .kit.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -29,8 +29,8 @@ from kubernetes.client.exceptions import ApiException
 from runner import __version__
 
 from .conftest import Cluster
-from .operator import PROJECT, RunningOperator, condition, crd, install_crd, operator
-from .waiting import wait_for
+from .kit.operator import PROJECT, RunningOperator, condition, crd, install_crd, operator
+from .kit.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

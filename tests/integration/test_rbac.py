@@ -2,10 +2,11 @@
 
 deploy/rbac (Namespace, ServiceAccount, ClusterRole + binding, leader-election Role + binding)
 is applied under a unique name suffix and namespace (a kustomize overlay), so the test leaves a
-`make deploy` on the same cluster alone. The real operator process (tests/integration/operator.py)
-then runs the project's watches.yaml with a kubeconfig that holds a token of that ServiceAccount
-(TokenRequest API, `kubectl create token`), with leader election on: every request of the runner,
-kopf and the roles (through the runner's proxy) is made as the ServiceAccount.
+`make deploy` on the same cluster alone. The real operator process
+(tests/integration/kit/operator.py) then runs the project's watches.yaml with a kubeconfig that
+holds a token of that ServiceAccount (TokenRequest API, `kubectl create token`), with leader
+election on: every request of the runner, kopf and the roles (through the runner's proxy) is
+made as the ServiceAccount.
 
 - With deploy/'s rules the seed samples converge (Successful), the dependents exist with owner
   references, the Lease is held, nothing is refused, and a CRD installed after the operator
@@ -32,8 +33,8 @@ import yaml
 from kubernetes import client
 
 from .conftest import Cluster
-from .operator import condition, crd, install_crd, operator
-from .waiting import wait_for
+from .kit.operator import condition, crd, install_crd, operator
+from .kit.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -14,8 +14,8 @@ import pytest
 from kubernetes import client
 
 from .conftest import CLUSTER_SH, Cluster
-from .operator import PROJECT, RunningOperator, condition, crd, install_crd, operator
-from .waiting import wait_for
+from .kit.operator import PROJECT, RunningOperator, condition, crd, install_crd, operator
+from .kit.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

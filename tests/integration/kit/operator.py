@@ -14,7 +14,7 @@ from typing import Any
 
 from kubernetes import client
 
-from .conftest import Cluster
+from ..conftest import Cluster
 from .waiting import wait_for
 
 PROJECT = Path(__file__).resolve().parent / "project"
