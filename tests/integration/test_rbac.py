@@ -33,8 +33,7 @@ import yaml
 from kubernetes import client
 
 from .conftest import Cluster
-from .kit.operator import condition, crd, install_crd, operator
-from .kit.waiting import wait_for
+from .kit import condition, crd, install_crd, operator, temporary_namespace, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -148,10 +147,8 @@ def apps_namespace(cluster: Cluster) -> Iterator[str]:
     cluster.kubectl("apply", "-f", str(REPO / "crds"))
     for name in ("echoes.app.my.domain", "echoflasks.swallowlab.com"):
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
-    name = f"ort-rbac-apps-{uuid.uuid4().hex[:6]}"
-    cluster.kubectl("create", "namespace", name)
-    yield name
-    cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found")
+    with temporary_namespace(cluster, "ort-rbac-apps") as name:
+        yield name
 
 
 def get_cr(api: client.ApiClient, what: tuple[str, str, str, str], ns: str) -> dict[str, Any]:

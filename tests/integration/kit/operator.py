@@ -44,8 +44,7 @@ class RunningOperator:
         return self.proc.wait(timeout=timeout)
 
 
-@contextmanager
-def operator(
+def launch(
     cluster: Cluster,
     tmp: Path,
     *,
@@ -53,8 +52,9 @@ def operator(
     namespaces: list[str] | None = None,
     args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
-) -> Iterator[RunningOperator]:
-    """Start `operator-runner run`; stop it with SIGTERM afterwards and expect exit 0."""
+    max_concurrent: int = 4,
+) -> RunningOperator:
+    """Start `operator-runner run` (log and artifacts under `tmp`); the caller stops it."""
     log_path = tmp / "operator.log"
     artifacts = tmp / "artifacts"
     exe = Path(sys.executable).parent / "operator-runner"
@@ -66,7 +66,7 @@ def operator(
         f"--watches-file={watches}",
         "--log-format=json",
         f"--artifacts-dir={artifacts}",
-        "--max-concurrent-reconciles=4",
+        f"--max-concurrent-reconciles={max_concurrent}",
         # no fixed ports in tests (operators may run side by side); `args` may override these
         "--metrics-bind-address=0",
         "--health-probe-bind-address=0",
@@ -76,7 +76,21 @@ def operator(
         proc = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env=environ, cwd=watches.parent
         )
-    running = RunningOperator(proc, log_path, artifacts)
+    return RunningOperator(proc, log_path, artifacts)
+
+
+@contextmanager
+def operator(
+    cluster: Cluster,
+    tmp: Path,
+    *,
+    watches: Path = PROJECT / "watches.yaml",
+    namespaces: list[str] | None = None,
+    args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> Iterator[RunningOperator]:
+    """Start `operator-runner run`; stop it with SIGTERM afterwards and expect exit 0."""
+    running = launch(cluster, tmp, watches=watches, namespaces=namespaces, args=args, env=env)
     try:
         yield running
     finally:
