@@ -65,7 +65,7 @@ def _bind_address(text: str) -> str:
 
 
 def _add_production_flags(run: argparse.ArgumentParser) -> None:
-    """Metrics, health probes and leader election (runner/production.py), as operator-sdk."""
+    """Metrics, health probes and leader election (runner/app/production.py), as operator-sdk."""
     run.add_argument(
         "--metrics-bind-address",
         type=_bind_address,

@@ -182,7 +182,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         max_parallel_runs=run_slots(memory_limit_bytes()),
     )
     recorder = EventRecorder(client)
-    # -- metrics, health probes, leader election (runner/production.py) --
+    # -- metrics, health probes, leader election (runner/app/production.py) --
     production = await Production.start(config.production, client, watches, executor.cancel_all)
     if not await production.lead():  # stopped while standing by: nothing of ours ran
         await production.close()

@@ -2,7 +2,7 @@
 
 As in lightkube, building a request (`Request`, pure, unit-tested) is separate from sending it
 (`KubeClient`, the only code in the runner besides kopf that talks to the API server). The
-credentials come from runner/credentials.py (in-cluster service account or kubeconfig, read
+credentials come from runner/kube/credentials.py (in-cluster service account or kubeconfig, read
 without the `kubernetes` package, which is imported only for exec plugins and auth-providers);
 requests go through a urllib3 connection pool, the blocking calls in a thread so the event loop
 never waits on the network.
@@ -120,7 +120,7 @@ def patch_event(namespace: str, name: str, patch: JSON) -> Request:
     )
 
 
-# Leases (coordination.k8s.io/v1), for leader election (runner/leader.py).
+# Leases (coordination.k8s.io/v1), for leader election (runner/app/leader.py).
 
 
 def lease_path(namespace: str, name: str | None = None) -> str:

@@ -157,7 +157,7 @@ def test_image_config(image: str) -> None:
         assert (rootfs / path).exists(), path
     site = next((rootfs / "opt/venv/lib").glob("python3.11/site-packages"))
     assert (site / "ansible_collections/kubernetes/core").is_dir()
-    assert (site / "runner/collections/ansible_collections/operator_sdk/util").is_dir()
+    assert (site / "runner/ansible/collections/ansible_collections/operator_sdk/util").is_dir()
     # No build tools, no pip cache, no apt lists left behind.
     assert not list((rootfs / "usr/bin").glob("gcc*"))
     assert not (rootfs / "root/.cache/pip").exists()
