@@ -71,9 +71,16 @@ class ApiError(Exception):
 # --- building requests (pure) -------------------------------------------------------------
 
 
-def object_path(resource: Resource, namespace: str | None, name: str | None = None) -> str:
+def object_path(
+    resource: Resource,
+    namespace: str | None,
+    name: str | None = None,
+    subresource: str | None = None,
+) -> str:
     scope = namespace if resource.namespaced else None
-    return resource_path(resource.group, resource.version, resource.plural, scope, name)
+    return resource_path(
+        resource.group, resource.version, resource.plural, scope, name, subresource
+    )
 
 
 def get_object(ref: ObjectRef) -> Request:
@@ -84,14 +91,7 @@ def patch_status(ref: ObjectRef, status: JSON) -> Request:
     """Merge-patch `status` through the status subresource: keys not named stay as they are."""
     return Request(
         "PATCH",
-        resource_path(
-            ref.resource.group,
-            ref.resource.version,
-            ref.resource.plural,
-            ref.namespace if ref.resource.namespaced else None,
-            ref.name,
-            "status",
-        ),
+        object_path(ref.resource, ref.namespace, ref.name, "status"),
         body={"status": status},
         content_type=MERGE_PATCH,
     )
