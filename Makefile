@@ -41,10 +41,11 @@ lock: ## Re-resolve constraints.txt from pyproject.toml (newest versions inside 
 	  /tmp/operator-runner-lock/bin/pip freeze --exclude operator-runner; } > constraints.txt
 
 .PHONY: lint
-lint: venv ## ruff and mypy.
+lint: venv ## ruff, mypy and the import contract (.importlinter: the packages' layers).
 	$(BIN)/ruff check runner tests
 	$(BIN)/ruff format --check runner tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 .PHONY: unit
 unit: venv ## Unit tests only (no cluster).

@@ -67,8 +67,8 @@ def snapshot(operator: int) -> dict[str, float]:
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"runner.forkserver" in cmdline:
-            kind = cmdline[cmdline.index(b"runner.forkserver") + 1].decode()
+        if b"runner.ansible.forkserver" in cmdline:
+            kind = cmdline[cmdline.index(b"runner.ansible.forkserver") + 1].decode()
             server_own, jobs = stat(child)
             label = (
                 "runs: ansible-playbook, task workers, shells"

@@ -5,7 +5,7 @@ config/samples/, molecule/default, deploy/, Dockerfile, Makefile); ``create api`
 it: a CRD whose schema is inferred from a sample CR, the watches.yaml entry, a role or playbook,
 the sample, and the kind's RBAC rules.
 
-This package is pure: it imports the standard library, PyYAML and ``runner.snakecase`` only
-(never kopf, ansible-runner, kubernetes or the runtime modules of the runner), so the commands
-start fast and work without a cluster.
+This package is pure: it imports the standard library, PyYAML and
+``runner.reconcile.snakecase`` only (never kopf, ansible-runner, kubernetes or the runtime
+modules of the runner), so the commands start fast and work without a cluster.
 """

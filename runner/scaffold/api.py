@@ -113,7 +113,7 @@ def _indent(text: str, spaces: int) -> str:
 
 def _defaults(spec: dict[str, Any] | None, request: ApiRequest, snake: str) -> dict[str, Any]:
     """The role's defaults: the sample's spec keys as the runner passes them (snake_case)."""
-    from runner.snakecase import snake_keys
+    from runner.reconcile.snakecase import snake_keys
 
     values: dict[str, Any] = {}
     if spec:

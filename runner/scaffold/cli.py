@@ -1,6 +1,6 @@
 """The ``init`` and ``create api`` subcommands of ``operator-runner``.
 
-runner/cli.py registers them with :func:`add_commands` and hands them to :func:`run`; this
+runner/app/cli.py registers them with :func:`add_commands` and hands them to :func:`run`; this
 module keeps everything else about them.
 """
 

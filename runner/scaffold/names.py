@@ -143,7 +143,7 @@ def snake_kind(kind: str) -> str:
     >>> [snake_kind(k) for k in ("Guestbook", "EchoFlask", "IPAddress", "MyURLMap")]
     ['guestbook', 'echo_flask', 'ip_address', 'my_url_map']
     """
-    from runner.snakecase import to_snake  # the runner's own conversion, not a copy
+    from runner.reconcile.snakecase import to_snake  # the runner's own conversion, not a copy
 
     return to_snake(kind).lstrip("_")
 

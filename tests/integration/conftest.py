@@ -81,3 +81,7 @@ def cluster() -> Iterator[Cluster]:
     finally:
         subprocess.run([str(CLUSTER_SH), "down", name], check=False)
         signal.signal(signal.SIGTERM, previous)
+
+
+# The kit's fixtures, for every integration test (imported last: the kit uses Cluster above).
+from .kit.namespaces import namespace  # noqa: E402, F401

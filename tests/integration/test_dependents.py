@@ -4,90 +4,44 @@ from __future__ import annotations
 
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
+from . import kit
 from .conftest import Cluster
-from .operator import PROJECT, RunningOperator, condition, crd, install_crd, operator
-from .waiting import wait_for
+from .kit import PROJECT, condition, crd, install_crd, temporary_namespace, wait_for
 
 pytestmark = pytest.mark.integration
 
 GROUP = "dep.operator-runner.dev"
+WATCHES = PROJECT / "watches-dependents.yaml"
 
 
-class Env:
-    def __init__(self, api: client.ApiClient, ns: str, other: str, op: RunningOperator) -> None:
-        self.api, self.ns, self.other, self.op = api, ns, other, op
-        self.custom = client.CustomObjectsApi(api)
-        self.core = client.CoreV1Api(api)
-        self.apps = client.AppsV1Api(api)
-
-    def create(self, kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        body = {"apiVersion": f"{GROUP}/v1", "kind": kind, "metadata": {"name": name}, "spec": spec}
-        obj: dict[str, Any] = self.custom.create_namespaced_custom_object(
-            GROUP, "v1", self.ns, kind.lower() + "s", body
-        )
-        return obj
-
-    def get(self, kind: str, name: str) -> dict[str, Any]:
-        obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
-            GROUP, "v1", self.ns, kind.lower() + "s", name
-        )
-        return obj
-
-    def successful(self, kind: str, name: str) -> dict[str, Any]:
-        def probe() -> dict[str, Any] | None:
-            obj = self.get(kind, name)
-            cond = condition(obj, "Successful")
-            return obj if cond and cond["status"] == "True" else None
-
-        try:
-            return wait_for(probe, timeout=90, what=f"{kind} {name} Successful")
-        except AssertionError:
-            print(self.op.log_text()[-3000:])
-            raise
-
-    def runs(self, name: str) -> int:
-        return sum(
-            1
-            for line in self.op.log_lines()
-            if line.get("name") == name and str(line.get("msg", "")).startswith("ran ")
-        )
-
-    def config_map(self, name: str, namespace: str | None = None) -> client.V1ConfigMap | None:
-        try:
-            return self.core.read_namespaced_config_map(name, namespace or self.ns)
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
+class Env(kit.Env):
+    other = ""  # a second namespace, not watched
 
 
 @pytest.fixture(scope="module")
 def env(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    ns, other = f"dep-{uuid.uuid4().hex[:8]}", f"far-{uuid.uuid4().hex[:8]}"
     tmp = tmp_path_factory.mktemp("dependents")
-    with cluster.api_client() as api:
+    with (
+        cluster.api_client() as api,
+        temporary_namespace(cluster, "dep") as ns,
+        temporary_namespace(cluster, "far") as other,
+    ):
         for kind in ("Owner", "Secretive"):
             install_crd(api, crd(GROUP, kind))
-        for name in (ns, other):
-            cluster.kubectl("create", "namespace", name)
+        environment = Env(cluster, api, ns, tmp, group=GROUP, watches=WATCHES)
+        environment.other = other
         try:
-            with operator(
-                cluster, tmp, watches=PROJECT / "watches-dependents.yaml", namespaces=[ns]
-            ) as op:
-                yield Env(api, ns, other, op)
+            environment.start()
+            yield environment
         finally:
-            for name in (ns, other):
-                cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+            environment.stop()
             for kind in ("Owner", "Secretive"):
                 cluster.kubectl(
                     "delete", "crd", f"{kind.lower()}s.{GROUP}", "--wait=false", check=False
@@ -103,7 +57,7 @@ def test_created_and_updated_objects_are_owned(env: Env) -> None:
         env.ns, {"metadata": {"name": "own-pre"}, "data": {"before": "1"}}
     )
     env.create("Owner", "own", {"updatePre": True})
-    cr = env.successful("Owner", "own")
+    cr = env.wait_condition("Owner", "own", generation=False, timeout=90)
     uid = cr["metadata"]["uid"]
     cm = env.config_map("own-cm")
     dep = env.apps.read_namespaced_deployment("own-dep", env.ns)
@@ -117,7 +71,7 @@ def test_created_and_updated_objects_are_owned(env: Env) -> None:
 
 def test_deleted_or_scaled_dependents_are_put_back(env: Env) -> None:
     env.create("Owner", "heal", {"replicas": 2})
-    env.successful("Owner", "heal")
+    env.wait_condition("Owner", "heal", generation=False, timeout=90)
     start = time.monotonic()
     env.core.delete_namespaced_config_map("heal-cm", env.ns)
     wait_for(
@@ -145,7 +99,7 @@ def test_deleted_or_scaled_dependents_are_put_back(env: Env) -> None:
 
 def test_status_only_change_of_a_dependent_does_not_reconcile(env: Env) -> None:
     env.create("Owner", "quiet", {})
-    env.successful("Owner", "quiet")
+    env.wait_condition("Owner", "quiet", generation=False, timeout=90)
     wait_for(
         lambda: env.apps.read_namespaced_deployment("quiet-dep", env.ns).status.ready_replicas,
         timeout=60,
@@ -175,13 +129,13 @@ def test_status_only_change_of_a_dependent_does_not_reconcile(env: Env) -> None:
 
 
 def _run_finished(env: Env, name: str) -> bool:
-    running = condition(env.get("Owner", name), "Running")
+    running = condition(env.get("Owner", name) or {}, "Running")
     return bool(running and running["status"] == "False")
 
 
 def test_cross_namespace_object_gets_annotations_and_triggers(env: Env) -> None:
     env.create("Owner", "far", {"otherNamespace": env.other, "value": "one"})
-    env.successful("Owner", "far")
+    env.wait_condition("Owner", "far", generation=False, timeout=90)
     name = f"{env.ns}-far-far"
     far = env.config_map(name, env.other)
     assert far is not None and not far.metadata.owner_references
@@ -197,7 +151,7 @@ def test_cross_namespace_object_gets_annotations_and_triggers(env: Env) -> None:
 
 def test_blacklisted_kind_is_not_watched(env: Env) -> None:
     env.create("Secretive", "sec", {})
-    env.successful("Secretive", "sec")
+    env.wait_condition("Secretive", "sec", generation=False, timeout=90)
     secret = env.core.read_namespaced_secret("sec-secret", env.ns)
     assert _refs(secret.metadata) == [("Secretive", "sec", True)]  # still owned
     watched = [
@@ -211,7 +165,7 @@ def test_blacklisted_kind_is_not_watched(env: Env) -> None:
 
 def test_deleting_the_cr_garbage_collects_namespaced_dependents(env: Env) -> None:
     env.create("Owner", "gone", {})
-    env.successful("Owner", "gone")
+    env.wait_condition("Owner", "gone", generation=False, timeout=90)
     env.custom.delete_namespaced_custom_object(GROUP, "v1", env.ns, "owners", "gone")
     wait_for(
         lambda: (
@@ -242,7 +196,7 @@ def _secrets_of(kubeconfig: Path) -> list[str]:
 
 def test_no_credentials_in_artifacts(env: Env, cluster: Cluster) -> None:
     env.create("Owner", "secret-free", {})
-    env.successful("Owner", "secret-free")
+    env.wait_condition("Owner", "secret-free", generation=False, timeout=90)
     needles = _secrets_of(cluster.kubeconfig)
     assert needles, "the operator's kubeconfig has credentials to look for"
     hits = subprocess.run(

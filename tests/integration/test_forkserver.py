@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import forkserver
+from runner.ansible import forkclient
 
 SOCKET_ENV = "TEST_FORKSERVER_SOCKET"
 
@@ -28,7 +28,9 @@ def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 60.0) 
 @pytest.fixture
 def module_server(tmp_path: Path) -> Iterator[Path]:
     sock = tmp_path / "module.sock"
-    proc = subprocess.Popen([sys.executable, "-m", "runner.forkserver", "module", str(sock)])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner.ansible.forkserver", "module", str(sock)]
+    )
     try:
         _wait_for(sock, proc)
         yield sock
@@ -38,7 +40,7 @@ def module_server(tmp_path: Path) -> Iterator[Path]:
 
 
 def _client(tmp_path: Path, fallback: list[str]) -> Path:
-    return forkserver.write_client(tmp_path / "client", sys.executable, SOCKET_ENV, fallback)
+    return forkclient.write_client(tmp_path / "client", sys.executable, SOCKET_ENV, fallback)
 
 
 SCRIPT = """
@@ -90,7 +92,7 @@ def test_the_playbook_server_refuses_another_ansible_environment(tmp_path: Path)
     sock = tmp_path / "playbook.sock"
     env = {**os.environ, "ANSIBLE_FORKS": "3"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "runner.forkserver", "playbook", str(sock)], env=env
+        [sys.executable, "-m", "runner.ansible.forkserver", "playbook", str(sock)], env=env
     )
     try:
         _wait_for(sock, proc, timeout=120)
@@ -135,7 +137,8 @@ def test_signals_to_the_client_reach_the_job(module_server: Path, tmp_path: Path
 
 
 def test_idle_warm_executors_stop_and_start_again_with_the_next_run(tmp_path: Path) -> None:
-    from runner.executor import Executor, RunRequest
+    from runner.ansible.executor import Executor
+    from runner.ansible.interface import RunRequest
 
     playbook = tmp_path / "project" / "main.yml"
     playbook.parent.mkdir()
@@ -167,7 +170,8 @@ def test_idle_warm_executors_stop_and_start_again_with_the_next_run(tmp_path: Pa
 def test_runs_in_flight_stay_within_the_operators_run_slots(tmp_path: Path, slots: int) -> None:
     import asyncio
 
-    from runner.executor import Executor, RunRequest
+    from runner.ansible.executor import Executor
+    from runner.ansible.interface import RunRequest
 
     log = tmp_path / "log"
     playbook = tmp_path / "project" / "main.yml"

@@ -17,7 +17,6 @@ import signal
 import socket
 import subprocess
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,7 @@ import pytest
 from kubernetes import client
 
 from .conftest import Cluster
-from .operator import condition
-from .waiting import wait_for
+from .kit import condition, temporary_namespace, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
@@ -142,10 +140,8 @@ def namespace(cluster: Cluster) -> Iterator[str]:
     cluster.kubectl("apply", "-f", str(REPO / "crds"))
     for crd in ("echoes.app.my.domain", "echoflasks.swallowlab.com"):
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd}")
-    name = f"ort-image-{uuid.uuid4().hex[:6]}"
-    cluster.kubectl("create", "namespace", name)
-    yield name
-    cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found")
+    with temporary_namespace(cluster, "ort-image") as name:
+        yield name
 
 
 def test_image_config(image: str) -> None:
@@ -161,7 +157,7 @@ def test_image_config(image: str) -> None:
         assert (rootfs / path).exists(), path
     site = next((rootfs / "opt/venv/lib").glob("python3.11/site-packages"))
     assert (site / "ansible_collections/kubernetes/core").is_dir()
-    assert (site / "runner/collections/ansible_collections/operator_sdk/util").is_dir()
+    assert (site / "runner/ansible/collections/ansible_collections/operator_sdk/util").is_dir()
     # No build tools, no pip cache, no apt lists left behind.
     assert not list((rootfs / "usr/bin").glob("gcc*"))
     assert not (rootfs / "root/.cache/pip").exists()

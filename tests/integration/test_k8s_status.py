@@ -24,8 +24,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from .conftest import Cluster
-from .operator import crd
-from .waiting import wait_for
+from .kit import crd, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -125,14 +124,6 @@ def crds(cluster: Cluster) -> Iterator[Crds]:
         yield Crds(group)
     finally:
         cluster.kubectl("delete", "crd", *names, "--ignore-not-found", "--wait=false", check=False)
-
-
-@pytest.fixture
-def namespace(cluster: Cluster) -> Iterator[str]:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    cluster.kubectl("create", "namespace", name)
-    yield name
-    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
 def _create(cluster: Cluster, api_version: str, kind: str, name: str, namespace: str) -> None:

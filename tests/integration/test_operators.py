@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -24,157 +23,25 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from . import kit
 from .conftest import Cluster
-from .operator import RunningOperator, condition, operator
-from .waiting import wait_for
+from .kit import CrKind, completion, condition, temporary_namespace, wait_for
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 WATCHES = REPO / "watches.yaml"
-SAMPLES = REPO / "config" / "samples"
 
-ECHO = ("app.my.domain", "v1", "echoes")
-FLASK = ("swallowlab.com", "v1alpha1", "echoflasks")
+ECHO = CrKind("app.my.domain", "v1", "echoes", "Echo")
+FLASK = CrKind("swallowlab.com", "v1alpha1", "echoflasks", "EchoFlask")
 FLASK_LABELS = "app=echoflask,echoflask_cr={}"
 DEFAULT_IMAGE = "takeyan/flask:0.0.3"
 # How soon status.nodes must follow a change of the Pods (the brief of the seed operators).
 NODES_DEADLINE = 30
 
 
-class Env:
-    """One namespace, the operator watching it, and helpers to read what the roles made."""
-
-    def __init__(self, cluster: Cluster, api: client.ApiClient, namespace: str, tmp: Path) -> None:
-        self.cluster = cluster
-        self.api = api
-        self.ns = namespace
-        self.tmp = tmp
-        self.custom = client.CustomObjectsApi(api)
-        self.core = client.CoreV1Api(api)
-        self.apps = client.AppsV1Api(api)
-        self._stack = ExitStack()
-        self._starts = 0
-        self.op = self._start()
-
-    def _start(self) -> RunningOperator:
-        self._starts += 1
-        tmp = self.tmp / f"operator-{self._starts}"
-        tmp.mkdir()
-        return self._stack.enter_context(
-            operator(self.cluster, tmp, watches=WATCHES, namespaces=[self.ns])
-        )
-
-    def restart(self) -> None:
-        """Stop the operator (it must exit 0) and start a fresh one: every CR is reconciled."""
-        self._stack.close()
-        self._stack = ExitStack()
-        self.op = self._start()
-
-    def stop(self) -> None:
-        self._stack.close()
-
-    # -- custom resources -------------------------------------------------------------------
-
-    def apply_sample(self, filename: str) -> None:
-        self.cluster.kubectl("apply", "-n", self.ns, "-f", str(SAMPLES / filename))
-
-    def create(self, crd: tuple[str, str, str], kind: str, name: str, spec: dict[str, Any]) -> None:
-        group, version, plural = crd
-        body = {
-            "apiVersion": f"{group}/{version}",
-            "kind": kind,
-            "metadata": {"name": name},
-            "spec": spec,
-        }
-        self.custom.create_namespaced_custom_object(group, version, self.ns, plural, body)
-
-    def get(self, crd: tuple[str, str, str], name: str) -> dict[str, Any] | None:
-        group, version, plural = crd
-        try:
-            obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
-                group, version, self.ns, plural, name
-            )
-            return obj
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
-
-    def patch_spec(self, crd: tuple[str, str, str], name: str, spec: dict[str, Any]) -> None:
-        group, version, plural = crd
-        self.custom.patch_namespaced_custom_object(
-            group, version, self.ns, plural, name, {"spec": spec}
-        )
-
-    def delete(self, crd: tuple[str, str, str], name: str) -> None:
-        group, version, plural = crd
-        self.custom.delete_namespaced_custom_object(group, version, self.ns, plural, name)
-
-    def wait_condition(
-        self,
-        crd: tuple[str, str, str],
-        name: str,
-        ctype: str = "Successful",
-        timeout: float = 120,
-        after: str | None = None,
-    ) -> dict[str, Any]:
-        """The CR once `ctype` is True for its current generation (and, with `after`, once the
-        condition's run completed later than that `ansibleResult.completion`)."""
-
-        def probe() -> dict[str, Any] | None:
-            obj = self.get(crd, name)
-            cond = condition(obj, ctype) if obj else None
-            if not obj or not cond or cond.get("status") != "True":
-                return None
-            if cond.get("observedGeneration") != obj["metadata"]["generation"]:
-                return None
-            if after is not None and completion(cond) in (None, after):
-                return None
-            return obj
-
-        try:
-            return wait_for(probe, timeout=timeout, what=f"{crd[2]}/{name} {ctype}=True")
-        except AssertionError:
-            print(self.op.log_text()[-5000:])
-            raise
-
-    # -- what the roles made ----------------------------------------------------------------
-
-    def pod(self, name: str) -> client.V1Pod | None:
-        try:
-            return self.core.read_namespaced_pod(name, self.ns)
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
-
-    def live_pods(self, selector: str) -> list[client.V1Pod]:
-        """Pods of `selector` that are not being deleted."""
-        pods = self.core.list_namespaced_pod(self.ns, label_selector=selector).items
-        return [p for p in pods if p.metadata.deletion_timestamp is None]
-
-    def deployment(self, name: str) -> client.V1Deployment | None:
-        try:
-            return self.apps.read_namespaced_deployment(name, self.ns)
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
-
-    def service(self, name: str) -> client.V1Service | None:
-        try:
-            return self.core.read_namespaced_service(name, self.ns)
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
-
-    def events(self, name: str) -> list[client.CoreV1Event]:
-        items = self.core.list_namespaced_event(
-            self.ns, field_selector=f"involvedObject.name={name}"
-        ).items
-        return list(items)
+class Env(kit.Env):
+    """The project's operators (watches.yaml) watching one namespace."""
 
     def nodes_match_pods(self, name: str, size: int, image: str | None = None) -> list[str] | None:
         """status.nodes when it lists exactly the `size` Running Pods of EchoFlask `name`."""
@@ -187,10 +54,6 @@ class Env:
             return None
         nodes = ((obj or {}).get("status") or {}).get("nodes")
         return nodes if nodes == running else None
-
-
-def completion(cond: dict[str, Any] | None) -> str | None:
-    return ((cond or {}).get("ansibleResult") or {}).get("completion")
 
 
 def owner_of(meta: client.V1ObjectMeta, cr: dict[str, Any]) -> client.V1OwnerReference | None:
@@ -224,18 +87,14 @@ def crds(cluster: Cluster) -> None:
 
 @pytest.fixture(scope="module")
 def env(cluster: Cluster, crds: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    namespace = f"ops-{uuid.uuid4().hex[:8]}"
     tmp = tmp_path_factory.mktemp("operators")
-    with cluster.api_client() as api:
-        cluster.kubectl("create", "namespace", namespace)
-        environment: Env | None = None
+    with cluster.api_client() as api, temporary_namespace(cluster, "ops") as namespace:
+        environment = Env(cluster, api, namespace, tmp, watches=WATCHES)
         try:
-            environment = Env(cluster, api, namespace, tmp)
+            environment.start()
             yield environment
         finally:
-            if environment is not None:
-                environment.stop()
-            cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+            environment.stop()
 
 
 # -- Echo ------------------------------------------------------------------------------------
@@ -454,15 +313,15 @@ def test_image_change_rolls_the_deployment(env: Env) -> None:
 
 
 @pytest.mark.parametrize(
-    ("crd", "kind", "spec", "field"),
+    ("crd", "spec", "field"),
     [
-        (FLASK, "EchoFlask", {"size": -1}, "spec.size"),
-        (FLASK, "EchoFlask", {"size": "abc"}, "spec.size"),
-        (FLASK, "EchoFlask", {"size": 101}, "spec.size"),
-        (FLASK, "EchoFlask", {}, "spec.size"),
-        (ECHO, "Echo", {"command": ""}, "spec.command"),
-        (ECHO, "Echo", {"command": "   "}, "spec.command"),
-        (ECHO, "Echo", {}, "spec.command"),
+        (FLASK, {"size": -1}, "spec.size"),
+        (FLASK, {"size": "abc"}, "spec.size"),
+        (FLASK, {"size": 101}, "spec.size"),
+        (FLASK, {}, "spec.size"),
+        (ECHO, {"command": ""}, "spec.command"),
+        (ECHO, {"command": "   "}, "spec.command"),
+        (ECHO, {}, "spec.command"),
     ],
     ids=[
         "size-negative",
@@ -474,18 +333,16 @@ def test_image_change_rolls_the_deployment(env: Env) -> None:
         "command-missing",
     ],
 )
-def test_schema_refuses_bad_specs(
-    env: Env, crd: tuple[str, str, str], kind: str, spec: dict[str, Any], field: str
-) -> None:
+def test_schema_refuses_bad_specs(env: Env, crd: CrKind, spec: dict[str, Any], field: str) -> None:
     with pytest.raises(ApiException) as refused:
-        env.create(crd, kind, f"refused-{uuid.uuid4().hex[:6]}", spec)
+        env.create(crd, f"refused-{uuid.uuid4().hex[:6]}", spec)
     assert refused.value.status == 422
     assert f"{field}:" in refused.value.body, refused.value.body
 
 
 def test_bad_image_fails_clearly_while_others_converge(env: Env) -> None:
-    env.create(FLASK, "EchoFlask", "bad-image", {"size": 1, "image": "Bad Image!"})
-    env.create(FLASK, "EchoFlask", "neighbour", {"size": 2})
+    env.create(FLASK, "bad-image", {"size": 1, "image": "Bad Image!"})
+    env.create(FLASK, "neighbour", {"size": 2})
     obj = env.wait_condition(FLASK, "bad-image", "Failure")
     message = condition(obj, "Failure")["message"]  # type: ignore[index]
     assert 'spec.image "Bad Image!" is not a valid image reference' in message
@@ -519,8 +376,8 @@ def test_bad_image_fails_clearly_while_others_converge(env: Env) -> None:
 
 def test_deleting_the_crs_deletes_what_they_made(env: Env) -> None:
     """Needs operator-runner's owner references: the garbage collector deletes what the CRs own."""
-    env.create(ECHO, "Echo", "gc-echo", {"command": "sleep 60"})
-    env.create(FLASK, "EchoFlask", "gc-flask", {"size": 2})
+    env.create(ECHO, "gc-echo", {"command": "sleep 60"})
+    env.create(FLASK, "gc-flask", {"size": 2})
     env.wait_condition(ECHO, "gc-echo")
     env.wait_condition(FLASK, "gc-flask")
     assert env.pod("gc-echo") is not None

@@ -7,30 +7,35 @@ on free ports of 127.0.0.1.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from runner import __version__
 
 from .conftest import Cluster
-from .operator import PROJECT, RunningOperator, condition, crd, install_crd, operator
-from .waiting import wait_for
+from .kit import (
+    PROJECT,
+    Env,
+    RunningOperator,
+    crd,
+    install_crd,
+    operator,
+    or_none,
+    temporary_namespace,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -90,104 +95,21 @@ class Endpoints:
         return http_get(f"http://127.0.0.1:{self.health_port}{path}")
 
 
-class Env:
-    def __init__(self, cluster: Cluster, api: client.ApiClient, namespace: str, tmp: Path):
-        self.cluster = cluster
-        self.api = api
-        self.ns = namespace
-        self.tmp = tmp
-        self.custom = client.CustomObjectsApi(api)
-        self.coordination = client.CoordinationV1Api(api)
-
-    def create(self, kind: str, name: str, spec: dict[str, Any]) -> None:
-        body = {
-            "apiVersion": f"{GROUP}/v1",
-            "kind": kind,
-            "metadata": {"name": name},
-            "spec": spec,
-        }
-        self.custom.create_namespaced_custom_object(GROUP, "v1", self.ns, kind.lower() + "s", body)
-
-    def patch_spec(self, kind: str, name: str, spec: dict[str, Any]) -> None:
-        self.custom.patch_namespaced_custom_object(
-            GROUP, "v1", self.ns, kind.lower() + "s", name, {"spec": spec}
-        )
-
-    def wait_condition(
-        self, kind: str, name: str, ctype: str, op: RunningOperator, timeout: float = 90
-    ) -> dict[str, Any]:
-        def probe() -> dict[str, Any] | None:
-            obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
-                GROUP, "v1", self.ns, kind.lower() + "s", name
-            )
-            cond = condition(obj, ctype)
-            if not cond or cond.get("status") != "True":
-                return None
-            if cond.get("observedGeneration") != obj["metadata"]["generation"]:
-                return None
-            return obj
-
-        try:
-            return wait_for(probe, timeout=timeout, what=f"{kind} {name} {ctype}")
-        except AssertionError:
-            print(op.log_text()[-4000:])
-            raise
-
-    def lease(self, name: str) -> Any:
-        try:
-            return self.coordination.read_namespaced_lease(name, self.ns)
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
-
-    def launch(self, label: str, *args: str) -> RunningOperator:
-        """Start an operator process that the test may also SIGKILL (unlike `operator()`)."""
-        tmp = self.tmp / label
-        tmp.mkdir()
-        log_path = tmp / "operator.log"
-        exe = Path(sys.executable).parent / "operator-runner"
-        environ = {
-            **os.environ,
-            "KUBECONFIG": str(self.cluster.kubeconfig),
-            "WATCH_NAMESPACE": self.ns,
-        }
-        command = [
-            str(exe),
-            "run",
-            f"--watches-file={WATCHES}",
-            "--log-format=json",
-            f"--artifacts-dir={tmp / 'artifacts'}",
-            "--max-concurrent-reconciles=2",
-            *args,
-        ]
-        with log_path.open("wb") as log:
-            proc = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=environ, cwd=WATCHES.parent
-            )
-        return RunningOperator(proc, log_path, tmp / "artifacts")
-
-
 @pytest.fixture(scope="module")
 def env(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    namespace = f"prod-{uuid.uuid4().hex[:8]}"
     tmp = tmp_path_factory.mktemp("production")
     with cluster.api_client() as api:
         for kind in KINDS:
             install_crd(api, crd(GROUP, kind))
-        cluster.kubectl("create", "namespace", namespace)
         try:
-            yield Env(cluster, api, namespace, tmp)
+            with temporary_namespace(cluster, "prod") as namespace:
+                yield Env(cluster, api, namespace, tmp, group=GROUP, watches=WATCHES)
         finally:
-            cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
             for kind in KINDS:
-                try:
-                    client.ApiextensionsV1Api(api).delete_custom_resource_definition(
-                        f"{kind.lower()}s.{GROUP}"
-                    )
-                except ApiException as err:
-                    if err.status != 404:
-                        raise
+                or_none(
+                    client.ApiextensionsV1Api(api).delete_custom_resource_definition,
+                    f"{kind.lower()}s.{GROUP}",
+                )
 
 
 def reconcile_lines(op: RunningOperator) -> list[dict[str, Any]]:
@@ -257,11 +179,11 @@ def test_metrics_and_probes(env: Env) -> None:
         assert metric(before, "operator_runner_build_info", version=__version__) == 1, before
 
         env.create("Basic", "ok", {"message": "hello"})
-        env.wait_condition("Basic", "ok", "Successful", op)
+        env.wait_condition("Basic", "ok", "Successful", timeout=90, op=op)
         env.create("Basic", "bad", {"fail": True, "failReason": "metrics"})
-        env.wait_condition("Basic", "bad", "Failure", op)
+        env.wait_condition("Basic", "bad", "Failure", timeout=90, op=op)
         env.create("Broken", "broken", {})
-        env.wait_condition("Broken", "broken", "Failure", op)
+        env.wait_condition("Broken", "broken", "Failure", timeout=90, op=op)
 
         def counted() -> str | None:
             text = ends.metrics()
@@ -316,6 +238,7 @@ def test_bad_bind_address_is_one_clear_error(env: Env) -> None:
             "taken",
             f"--metrics-bind-address=127.0.0.1:{port}",
             f"--health-probe-bind-address=127.0.0.1:{ends.health_port}",
+            max_concurrent=2,
         )
         code = op.proc.wait(timeout=60)
     assert code != 0
@@ -333,6 +256,7 @@ def candidate(env: Env, label: str, lease: str) -> tuple[RunningOperator, Endpoi
         f"--leader-election-id={lease}",
         f"--leader-election-namespace={env.ns}",
         *ends.args,
+        max_concurrent=2,
     )
     return op, ends
 
@@ -354,7 +278,7 @@ def test_one_leader_reconciles_and_the_standby_takes_over_after_sigkill(env: Env
         wait_for(lambda: a_ends.probe("/readyz")[0] == 200, timeout=30, what="leader ready")
 
         env.create("Basic", "ha", {"message": "one"})
-        env.wait_condition("Basic", "ha", "Successful", a)
+        env.wait_condition("Basic", "ha", "Successful", timeout=90, op=a)
         assert [line for line in reconcile_lines(a) if line.get("name") == "ha"]
         assert reconcile_lines(b) == [], "the standby reconciles nothing"
         assert leader_status(a_ends, lease) == 1
@@ -372,7 +296,7 @@ def test_one_leader_reconciles_and_the_standby_takes_over_after_sigkill(env: Env
         assert env.lease(lease).spec.holder_identity != holder
 
         env.patch_spec("Basic", "ha", {"message": "two"})
-        env.wait_condition("Basic", "ha", "Successful", b)
+        env.wait_condition("Basic", "ha", "Successful", timeout=90, op=b)
         assert [line for line in reconcile_lines(b) if line.get("name") == "ha"]
         wait_for(lambda: leader_status(b_ends, lease) == 1, timeout=10, what="b leads")
     finally:

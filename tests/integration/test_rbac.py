@@ -2,10 +2,11 @@
 
 deploy/rbac (Namespace, ServiceAccount, ClusterRole + binding, leader-election Role + binding)
 is applied under a unique name suffix and namespace (a kustomize overlay), so the test leaves a
-`make deploy` on the same cluster alone. The real operator process (tests/integration/operator.py)
-then runs the project's watches.yaml with a kubeconfig that holds a token of that ServiceAccount
-(TokenRequest API, `kubectl create token`), with leader election on: every request of the runner,
-kopf and the roles (through the runner's proxy) is made as the ServiceAccount.
+`make deploy` on the same cluster alone. The real operator process
+(tests/integration/kit/operator.py) then runs the project's watches.yaml with a kubeconfig that
+holds a token of that ServiceAccount (TokenRequest API, `kubectl create token`), with leader
+election on: every request of the runner, kopf and the roles (through the runner's proxy) is
+made as the ServiceAccount.
 
 - With deploy/'s rules the seed samples converge (Successful), the dependents exist with owner
   references, the Lease is held, nothing is refused, and a CRD installed after the operator
@@ -32,8 +33,7 @@ import yaml
 from kubernetes import client
 
 from .conftest import Cluster
-from .operator import condition, crd, install_crd, operator
-from .waiting import wait_for
+from .kit import condition, crd, install_crd, operator, temporary_namespace, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -147,10 +147,8 @@ def apps_namespace(cluster: Cluster) -> Iterator[str]:
     cluster.kubectl("apply", "-f", str(REPO / "crds"))
     for name in ("echoes.app.my.domain", "echoflasks.swallowlab.com"):
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
-    name = f"ort-rbac-apps-{uuid.uuid4().hex[:6]}"
-    cluster.kubectl("create", "namespace", name)
-    yield name
-    cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found")
+    with temporary_namespace(cluster, "ort-rbac-apps") as name:
+        yield name
 
 
 def get_cr(api: client.ApiClient, what: tuple[str, str, str, str], ns: str) -> dict[str, Any]:

@@ -14,8 +14,16 @@ import pytest
 from kubernetes import client
 
 from .conftest import CLUSTER_SH, Cluster
-from .operator import PROJECT, RunningOperator, condition, crd, install_crd, operator
-from .waiting import wait_for
+from .kit import (
+    PROJECT,
+    RunningOperator,
+    condition,
+    crd,
+    install_crd,
+    operator,
+    temporary_namespace,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -53,12 +61,10 @@ def _started(op: RunningOperator, name: str) -> bool:
 
 @pytest.fixture
 def namespace(cluster: Cluster) -> Iterator[str]:
-    ns = f"res-{uuid.uuid4().hex[:8]}"
     with cluster.api_client() as api:
         install_crd(api, crd(GROUP, "Slow"))
-    cluster.kubectl("create", "namespace", ns)
-    yield ns
-    cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+    with temporary_namespace(cluster, "res") as ns:
+        yield ns
 
 
 def test_sigterm_lets_a_running_reconcile_finish(

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from .conftest import Cluster
-from .operator import RunningOperator, condition, crd, install_crd, operator
-from .waiting import wait_for
+from .kit import Env, condition, crd, install_crd, temporary_namespace, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -23,116 +20,25 @@ KINDS = ("Basic", "Unsafe", "Finalized", "Unmanaged", "Selected", "Requeue", "Br
 FINALIZER = f"{GROUP}/finalizer"
 
 
-class Env:
-    def __init__(
-        self, cluster: Cluster, api: client.ApiClient, namespace: str, op: RunningOperator
-    ) -> None:
-        self.cluster = cluster
-        self.api = api
-        self.ns = namespace
-        self.op = op
-        self.custom = client.CustomObjectsApi(api)
-        self.core = client.CoreV1Api(api)
-
-    def create(
-        self,
-        kind: str,
-        name: str,
-        spec: dict[str, Any] | None = None,
-        labels: dict[str, str] | None = None,
-        annotations: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
-        body = {
-            "apiVersion": f"{GROUP}/v1",
-            "kind": kind,
-            "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
-            "spec": spec or {},
-        }
-        result: dict[str, Any] = self.custom.create_namespaced_custom_object(
-            GROUP, "v1", self.ns, kind.lower() + "s", body
-        )
-        return result
-
-    def get(self, kind: str, name: str) -> dict[str, Any] | None:
-        try:
-            obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
-                GROUP, "v1", self.ns, kind.lower() + "s", name
-            )
-            return obj
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
-
-    def patch_spec(self, kind: str, name: str, spec: dict[str, Any]) -> None:
-        self.custom.patch_namespaced_custom_object(
-            GROUP, "v1", self.ns, kind.lower() + "s", name, {"spec": spec}
-        )
-
-    def delete(self, kind: str, name: str) -> None:
-        self.custom.delete_namespaced_custom_object(GROUP, "v1", self.ns, kind.lower() + "s", name)
-
-    def wait_condition(
-        self,
-        kind: str,
-        name: str,
-        ctype: str,
-        status: str = "True",
-        timeout: float = 90,
-        generation: bool = True,
-    ) -> dict[str, Any]:
-        def probe() -> dict[str, Any] | None:
-            obj = self.get(kind, name)
-            if obj is None:
-                return None
-            cond = condition(obj, ctype)
-            if not cond or cond.get("status") != status:
-                return None
-            if generation and cond.get("observedGeneration") != obj["metadata"]["generation"]:
-                return None
-            return obj
-
-        try:
-            return wait_for(probe, timeout=timeout, what=f"{kind} {name} {ctype}={status}")
-        except AssertionError:
-            print(self.op.log_text()[-4000:])
-            raise
-
-    def config_map(self, name: str) -> dict[str, str] | None:
-        try:
-            return self.core.read_namespaced_config_map(name, self.ns).data or {}
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
-
-    def events(self, name: str) -> list[client.CoreV1Event]:
-        items = self.core.list_namespaced_event(
-            self.ns, field_selector=f"involvedObject.name={name}"
-        ).items
-        return list(items)
-
-
 @pytest.fixture(scope="module", params=["warm", "plain"])
 def env(
     cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Env]:
     """The operator, once with the warm executor and once with plain ansible-runner runs:
     both paths must pass the same tests."""
-    namespace = f"rt-{uuid.uuid4().hex[:8]}"
     tmp = tmp_path_factory.mktemp("runner")
     with cluster.api_client() as api:
         for kind in KINDS:
             install_crd(api, crd(GROUP, kind))
         _delete_crd(api, "lates." + GROUP)
-        cluster.kubectl("create", "namespace", namespace)
-        try:
-            with operator(
-                cluster, tmp, namespaces=[namespace], args=(f"--executor={request.param}",)
-            ) as op:
-                yield Env(cluster, api, namespace, op)
-        finally:
-            _cleanup(cluster, api, namespace)
+        with temporary_namespace(cluster, "rt") as namespace:
+            environment = Env(cluster, api, namespace, tmp, group=GROUP)
+            try:
+                environment.start(args=(f"--executor={request.param}",))
+                yield environment
+            finally:
+                environment.stop()
+                _cleanup(cluster, api, namespace)
 
 
 def _delete_crd(api: client.ApiClient, name: str) -> None:
@@ -154,7 +60,6 @@ def _cleanup(cluster: Cluster, api: client.ApiClient, namespace: str) -> None:
             obj["metadata"]["name"],
             {"metadata": {"finalizers": None}},
         )
-    cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
     for kind in (*KINDS, "Late"):
         _delete_crd(api, f"{kind.lower()}s.{GROUP}")
 
@@ -171,7 +76,7 @@ def test_success_sets_conditions_and_vars_reach_the_role(env: Env) -> None:
     result = running["ansibleResult"]
     assert result["failures"] == 0 and result["ok"] >= 2 and result["completion"]
     assert obj["status"]["roleWrote"] == "hello", "keys the role wrote are kept"
-    data = env.config_map("ok-vars")
+    data = env.config_map_data("ok-vars")
     assert data is not None
     assert data["message"] == "hello"
     assert data["size_k8s_buckets"] == "3"
@@ -222,7 +127,7 @@ def test_jinja_in_spec_is_never_evaluated(env: Env) -> None:
         "Basic", "inject", {"message": PAYLOAD, "nestedValue": {"deepList": ["{{ 7 * 6 }}"]}}
     )
     env.wait_condition("Basic", "inject", "Successful")
-    data = env.config_map("inject-vars")
+    data = env.config_map_data("inject-vars")
     assert data is not None
     assert data["message"] == PAYLOAD
     assert data["via_object"] == PAYLOAD
@@ -233,7 +138,7 @@ def test_jinja_in_spec_is_never_evaluated(env: Env) -> None:
 def test_mark_unsafe_false_restores_operator_sdk_behaviour(env: Env) -> None:
     env.create("Unsafe", "evaluated", {"message": "{{ 7 * 6 }}"})
     env.wait_condition("Unsafe", "evaluated", "Successful")
-    data = env.config_map("evaluated-vars")
+    data = env.config_map_data("evaluated-vars")
     assert data is not None and data["message"] == "42"
 
 
@@ -249,7 +154,7 @@ def test_finalizer_runs_on_delete(env: Env) -> None:
     env.create("Finalized", "fin")
     obj = env.wait_condition("Finalized", "fin", "Successful")
     assert obj["metadata"]["finalizers"] == [FINALIZER]
-    assert env.config_map("fin-marker") == {"state": "present"}
+    assert env.config_map_data("fin-marker") == {"state": "present"}
     env.delete("Finalized", "fin")
     wait_for(lambda: env.get("Finalized", "fin") is None, timeout=60, what="CR gone")
     trace = env.core.read_namespaced_config_map(f"{env.ns}-fin-finalized", "default")
@@ -284,13 +189,13 @@ def test_selector_filters_crs(env: Env) -> None:
     env.wait_condition("Selected", "chosen", "Successful")
     ignored = env.get("Selected", "ignored")
     assert ignored is not None and not ignored.get("status")
-    assert env.config_map("ignored-vars") is None
+    assert env.config_map_data("ignored-vars") is None
 
 
 def test_manage_status_false_leaves_status_alone(env: Env) -> None:
     env.create("Unmanaged", "um")
     wait_for(
-        lambda: env.config_map("um-unmanaged") is not None,
+        lambda: env.config_map_data("um-unmanaged") is not None,
         timeout=60,
         what="the playbook's ConfigMap",
     )
@@ -339,7 +244,7 @@ def test_twenty_crs_at_once_all_succeed(env: Env) -> None:
     for name in names:
         env.wait_condition("Basic", name, "Successful", timeout=240)
     for name in names:
-        assert env.config_map(f"{name}-vars")["message"] == name  # type: ignore[index]
+        assert env.config_map_data(f"{name}-vars")["message"] == name  # type: ignore[index]
 
 
 def test_crd_installed_after_start_up(env: Env) -> None:

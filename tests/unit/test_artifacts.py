@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.artifacts import MAX_RUNNER_ARTIFACTS_ANNOTATION, Artifacts, max_artifacts
-from runner.resources import ObjectRef, Resource
+from runner.ansible.artifacts import Artifacts
+from runner.kube.resources import ObjectRef, Resource
+from runner.reconcile.annotations import MAX_RUNNER_ARTIFACTS_ANNOTATION, max_artifacts
 
 ECHO = Resource("app.my.domain", "v1", "echoes", "Echo")
 

@@ -1,4 +1,4 @@
-"""Tests of runner.backoff: per-key exponential backoff with jitter."""
+"""Tests of runner.control.backoff: per-key exponential backoff with jitter."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runner.backoff import Backoff
+from runner.control.backoff import Backoff
 
 
 def no_jitter() -> float:

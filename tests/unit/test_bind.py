@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runner.bind import BindAddress, BindAddressError, parse_bind_address
-from runner.cli import build_parser
+from runner.app.bind import BindAddress, BindAddressError, parse_bind_address
+from runner.app.cli import build_parser
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Tests of runner.conditions: status conditions of a custom resource."""
+"""Tests of runner.reconcile.conditions: status conditions of a custom resource."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from runner import conditions as c
-from runner.conditions import AnsibleResult
+from runner.reconcile import conditions as c
+from runner.reconcile.ansible_result import AnsibleResult
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=1)

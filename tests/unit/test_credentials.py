@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
-from runner import credentials as creds
-from runner.credentials import Credentials, CredentialsError
-from runner.kube import KubeClient, Request, get_lease
+from runner.kube import credentials as creds
+from runner.kube.client import KubeClient, Request, get_lease
+from runner.kube.credentials import Credentials, CredentialsError
 
 
 def kubeconfig(
@@ -368,7 +368,7 @@ def test_kube_client_sends_the_current_token(tmp_path: Path, server: str) -> Non
 
 
 def test_kopf_connection_info(tmp_path: Path) -> None:
-    from runner.manager import connection_info
+    from runner.app.manager import connection_info
 
     bearer = Credentials(server="https://x:1", token="t", ca_file="/ca", namespace="ns")
     info = connection_info(bearer)

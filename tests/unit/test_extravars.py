@@ -1,4 +1,4 @@
-"""runner.extravars: operator-sdk's extra vars, marked unsafe, as Ansible reads them."""
+"""runner.reconcile.extravars: operator-sdk's extra vars, marked unsafe, as Ansible reads them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader  # type: ignore[import-untyped]
 from ansible.template import is_trusted_as_template  # type: ignore[import-untyped]
 
-from runner.extravars import (
+from runner.reconcile.extravars import (
     UnsafeText,
     build_extra_vars,
     extra_vars_key,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import forkserver
+from runner.ansible import codecache, forkserver
 
 DEFINITIONS: dict[str, dict[str, object]] = {
     "DEFAULT_FORKS": {"type": "integer", "env": [{"name": "ANSIBLE_FORKS"}]},
@@ -77,16 +77,16 @@ def test_collection_roots_in_order_without_duplicates(tmp_path: Path) -> None:
     _collection(second, "ns", "two")
     empty.mkdir()
     env = {"ANSIBLE_COLLECTIONS_PATH": f"{first}:{second / 'ansible_collections'}:{empty}"}
-    roots = forkserver.collection_roots(env, [str(second), str(first), ""])
+    roots = codecache.collection_roots(env, [str(second), str(first), ""])
     assert roots == [first, second]
     old = {"ANSIBLE_COLLECTIONS_PATHS": str(second)}
-    assert forkserver.collection_roots(old, []) == [second]
+    assert codecache.collection_roots(old, []) == [second]
 
 
 @pytest.fixture
 def code_cache(monkeypatch: pytest.MonkeyPatch) -> dict[bytes, object]:
     cache: dict[bytes, object] = {}
-    monkeypatch.setattr(forkserver, "_CODE_CACHE", cache)
+    monkeypatch.setattr(codecache, "_CODE_CACHE", cache)
     monkeypatch.setattr(zipimport, "_compile_source", zipimport._compile_source)  # type: ignore[attr-defined]
     return cache
 
@@ -99,11 +99,11 @@ def test_precompiled_code_is_used_for_identical_bytes_only(
     (utils / "same.py").write_bytes(same)
     (utils / "edited.py").write_bytes(b"VALUE = 'disk'\n")
     (utils / "broken.py").write_bytes(b"def (:\n")
-    assert forkserver.precompile_collections([tmp_path / "disk"]) == 2
+    assert codecache.precompile_collections([tmp_path / "disk"]) == 2
     # Prove which code runs: the cache entry for same.py's bytes answers with a marker.
-    key = forkserver.source_key(same)
+    key = codecache.source_key(same)
     code_cache[key] = compile("VALUE = 'from the cache'", str(utils / "same.py"), "exec")
-    forkserver._install_code_cache()
+    codecache.install_code_cache()
 
     payload = tmp_path / "payload.zip"
     with zipfile.ZipFile(payload, "w") as zf:
@@ -125,8 +125,8 @@ def test_cached_code_reports_the_payload_file(
     utils = _collection(tmp_path, "cachetest", "col")
     source = b"def where():\n    def inner():\n        return 1\n    return inner\n"
     (utils / "m.py").write_bytes(source)
-    forkserver.precompile_collections([tmp_path])
-    forkserver._install_code_cache()
+    codecache.precompile_collections([tmp_path])
+    codecache.install_code_cache()
     code = zipimport._compile_source("/payload.zip/m.py", source)  # type: ignore[attr-defined]
     namespace: dict[str, object] = {}
     exec(code, namespace)

@@ -1,8 +1,8 @@
 """The operator process never imports the `kubernetes` package (~60 MB) for the usual credentials.
 
-kopf imports `kubernetes.client` when it is installed; runner/kopf_import.py imports kopf while
+kopf imports `kubernetes.client` when it is installed; runner/app/kopf_import.py imports kopf while
 refusing it. These tests check, in fresh interpreters, that no runner module the operator uses
-pulls the package in, and that every runner module gets kopf through runner/kopf_import.py.
+pulls the package in, and that every runner module gets kopf through runner/app/kopf_import.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,11 @@ RUNNER = Path(__file__).resolve().parents[2] / "runner"
 
 
 def modules() -> list[str]:
-    return sorted(f"runner.{p.stem}" for p in RUNNER.glob("*.py") if p.stem != "__init__")
+    return sorted(
+        ".".join(p.relative_to(RUNNER.parent).with_suffix("").parts)
+        for p in RUNNER.rglob("*.py")
+        if p.stem != "__init__" and "collections" not in p.parts
+    )
 
 
 def imports_kopf(path: Path) -> bool:
@@ -51,7 +55,7 @@ def run(code: str) -> str:
 
 
 def test_only_kopf_import_imports_kopf() -> None:
-    direct = [p.name for p in sorted(RUNNER.glob("*.py")) if imports_kopf(p)]
+    direct = [p.name for p in sorted(RUNNER.rglob("*.py")) if imports_kopf(p)]
     assert direct == ["kopf_import.py"]
 
 
@@ -60,7 +64,9 @@ def test_the_runner_package_stays_lean() -> None:
     assert out.strip() == "[]"
 
 
-@pytest.mark.parametrize("module", ["runner.manager", "runner.production", "runner.kopf_import"])
+@pytest.mark.parametrize(
+    "module", ["runner.app.manager", "runner.app.production", "runner.app.kopf_import"]
+)
 def test_kopf_users_imported_first_do_not_import_kubernetes(module: str) -> None:
     out = run(f"import {module}, sys; print('kubernetes' in sys.modules, 'kopf' in sys.modules)")
     assert out.split() == ["False", "True"]
@@ -86,8 +92,10 @@ def test_the_operator_process_does_not_import_kubernetes(tmp_path: Path) -> None
         from pathlib import Path
         for name in {modules()!r}:
             importlib.import_module(name)
-        from runner import credentials, kube, manager
-        from runner.kopf_import import kopf
+        from runner.kube import credentials
+        from runner.kube import client as kube
+        from runner.app import manager
+        from runner.app.kopf_import import kopf
 
         async def main():
             creds = credentials.load({str(tmp_path / "config")!r})
@@ -115,7 +123,7 @@ def test_the_finder_is_gone_and_kubernetes_imports_later() -> None:
     out = run(
         """
         import sys
-        from runner import kopf_import
+        from runner.app import kopf_import
         assert kopf_import._finder not in sys.meta_path
         import kubernetes.client
         print(kubernetes.client.V1ObjectMeta.__name__)

@@ -11,13 +11,11 @@ from typing import Any, cast
 
 import pytest
 
-from runner import kube
-from runner.kube import ApiError, KubeClient, Request
-from runner.leader import (
+from runner.app.leader import LeaderElector
+from runner.app.lease import (
     Action,
     ElectionConfig,
     ElectionError,
-    LeaderElector,
     LeaseRecord,
     decide,
     default_election_id,
@@ -27,7 +25,9 @@ from runner.leader import (
     parse_time,
     released_body,
 )
-from runner.production import Production, ProductionConfig
+from runner.app.production import Production, ProductionConfig
+from runner.kube import client as kube
+from runner.kube.client import ApiError, KubeClient, Request
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 ME = "host-a_1111"
@@ -211,6 +211,8 @@ class FakeApi:
         body["metadata"]["resourceVersion"] = str(self.version)
         self.leases[path] = body
         return copy.deepcopy(body)
+
+    send_or_none = KubeClient.send_or_none  # the client's own 404 handling, over `send`
 
     def lease(self, namespace: str = "ops", name: str = "op") -> dict[str, Any]:
         return self.leases[kube.lease_path(namespace, name)]

@@ -9,12 +9,13 @@ from typing import Any, cast
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import generate_latest
 
-from runner.controller import Controller
-from runner.health import Health
-from runner.metrics import PrometheusMetrics, Result, WorkerStats, gvk_label
-from runner.queue import WorkQueue
-from runner.reconcile import Outcome, Reconciler
-from runner.resources import ObjectRef, Resource
+from runner.app.health import Health
+from runner.app.metrics import PrometheusMetrics, gvk_label
+from runner.control.controller import Controller
+from runner.control.metrics import Result, WorkerStats
+from runner.control.queue import WorkQueue
+from runner.kube.resources import ObjectRef, Resource
+from runner.reconcile.reconciler import Outcome, Reconciler
 from runner.watches import GVK
 
 

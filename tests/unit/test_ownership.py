@@ -4,8 +4,7 @@ from typing import Any
 
 import pytest
 
-from runner.dependents import fingerprint
-from runner.ownership import (
+from runner.dependents.ownership import (
     PRIMARY_RESOURCE,
     PRIMARY_RESOURCE_TYPE,
     Owner,
@@ -16,7 +15,8 @@ from runner.ownership import (
     owners_of,
     parse_path,
 )
-from runner.proxy import is_loopback
+from runner.dependents.proxy import is_loopback
+from runner.dependents.watcher import fingerprint
 
 OWNER = Owner("swallowlab.com/v1alpha1", "EchoFlask", "example", "ns", "uid-1")
 CLUSTER_OWNER = Owner("example.com/v1", "Cluster", "top", "", "uid-2")

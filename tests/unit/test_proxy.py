@@ -8,8 +8,8 @@ from unittest import mock
 
 from aiohttp.test_utils import make_mocked_request
 
-from runner.ownership import Owner
-from runner.proxy import Proxy
+from runner.dependents.ownership import Owner
+from runner.dependents.proxy import Proxy
 
 OWNER = Owner("app.my.domain/v1", "Echo", "e", "ns", "uid")
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from runner.queue import WorkQueue
+from runner.control.queue import WorkQueue
 
 
 class Clock:

@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from runner.durations import parse_period
-from runner.results import summarize
+from runner.ansible.results import summarize
+from runner.util.durations import parse_period
 
 
 def stats(failures: int = 0, ok: int = 2) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from runner.ansible.collections_path import runs_path
 from runner.scaffold.api import ApiRequest, create_api
 from runner.scaffold.names import ScaffoldError
 from runner.scaffold.project import init
@@ -394,10 +395,9 @@ def test_generated_ansible_passes_syntax_check(project: Path, sample: Path) -> N
     visitor = ApiRequest(group="webapp", version="v1", kind="Visitor", generate_playbook=True)
     create_api(project, visitor)
     (project / "check.yml").write_text("- hosts: localhost\n  roles: [guestbook]\n")
-    repo = Path(__file__).resolve().parents[2]
     environ = {
         **os.environ,
-        "ANSIBLE_COLLECTIONS_PATH": str(repo / "runner" / "collections"),  # operator_sdk.util
+        "ANSIBLE_COLLECTIONS_PATH": runs_path(os.environ),  # operator_sdk.util, as in runs
         "ANSIBLE_ROLES_PATH": str(project / "roles"),
         "PATH": f"{ANSIBLE_PLAYBOOK.parent}:{os.environ.get('PATH', '')}",
     }

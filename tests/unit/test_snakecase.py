@@ -1,4 +1,4 @@
-"""runner.snakecase against operator-sdk's paramconv tests (paramconv_test.go) and more."""
+"""runner.reconcile.snakecase against operator-sdk's paramconv tests (paramconv_test.go), more."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from runner.snakecase import snake_keys, to_snake
+from runner.reconcile.snakecase import snake_keys, to_snake
 
 # Every TestToSnake case of operator-sdk's internal/ansible/paramconv/paramconv_test.go.
 PARAMCONV_TO_SNAKE = [

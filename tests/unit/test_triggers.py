@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from runner.selectors import matches, to_query
-from runner.triggers import fingerprint, should_reconcile
+from runner.control.selectors import matches, to_query
+from runner.control.triggers import fingerprint, should_reconcile
 
 
 def body(generation: int = 1, deleting: bool = False, **annotations: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.ansible.collections_path import collection_roots
 from runner.watches import (
     GVK,
     Finalizer,
@@ -58,8 +59,12 @@ def load(
     roles_paths: Sequence[Path] = (),
     python_paths: Sequence[Path] = (),
 ) -> LoadResult:
+    environ = environ or {}
     return load_watches(
-        path, environ=environ or {}, roles_paths=roles_paths, python_paths=python_paths
+        path,
+        environ=environ,
+        roles_paths=roles_paths,
+        collection_roots=collection_roots(environ, python_paths),
     )
 
 
@@ -607,7 +612,7 @@ def test_fqcn_role_in_sys_path_by_default(tmp_path: Path, monkeypatch: pytest.Mo
     make_collection_role(tmp_path / "site-packages", "a.b.c")
     monkeypatch.setattr("sys.path", [*sys.path, str(tmp_path / "site-packages")])
     path = write(tmp_path, role_entry("a.b.c"))
-    [watch] = load_watches(path, environ={}).watches
+    [watch] = load_watches(path, environ={}, collection_roots=collection_roots({})).watches
     assert watch.role == "a.b.c"
 
 

@@ -1,0 +1,308 @@
+"""Runs a role or playbook through ansible-runner and reports what happened.
+
+One private data dir per CR (see `artifacts`); ansible-runner writes one artifact folder per run
+under it and keeps at most `rotate` of them. The playbook is local (`hosts: localhost`,
+`connection: local`) and modules run with the runner's own Python, so kubernetes.core finds the
+`kubernetes` package without configuration. Extra vars go through `env/extravars`, which
+ansible-runner hands to ansible-playbook as `-e @file` without parsing it, so `!unsafe` tags
+reach Ansible intact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shlex
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import ansible_runner
+import pexpect
+
+from runner.ansible import collections_path
+from runner.ansible.interface import LogEvents, RunRequest, RunResult
+from runner.ansible.results import RunSummary, apply_event
+from runner.ansible.warm import WarmPool
+
+log = logging.getLogger("runner.executor")
+
+# ansible-playbook and friends of the Python environment the runner runs in go first on PATH.
+_BIN_DIR = Path(sys.executable).parent
+
+
+class _PromptCloseSpawn(pexpect.spawn):  # type: ignore[misc]
+    """ansible-runner's pexpect child, minus a fixed 0.1 s sleep at the end of every run.
+
+    When the run's output reaches EOF, ansible-runner closes the child, and ptyprocess then
+    sleeps `delayafterclose` (0.1 s) "to give the kernel time" before it checks whether the
+    child is still alive (and signals it if so). Here the close waits for the child to exit
+    instead (it has closed the pty, so it is exiting), at most 2 s, and skips the sleep once it
+    has; otherwise pexpect's own behaviour follows unchanged."""
+
+    def close(self, force: bool = True) -> None:
+        ptyproc = getattr(self, "ptyproc", None)
+        if ptyproc is not None and not self.closed:
+            deadline = time.monotonic() + 2.0
+            while ptyproc.isalive() and time.monotonic() < deadline:
+                time.sleep(0.002)
+            if not ptyproc.isalive():
+                ptyproc.delayafterclose = 0
+        super().close(force)
+
+
+# ansible-runner calls pexpect.spawn(...) when it starts a run; only it uses pexpect here.
+pexpect.spawn = _PromptCloseSpawn
+
+
+def inventory_text(python: str = sys.executable) -> str:
+    return (
+        "[all]\n"
+        f"localhost ansible_connection=local ansible_python_interpreter={shlex.quote(python)}\n"
+    )
+
+
+def ansible_env(tmp_dir: Path, roles_paths: list[Path]) -> dict[str, str]:
+    """Environment of every run: our bundled collection first, no colour, temp files we own."""
+    env: dict[str, str] = {}
+    env["ANSIBLE_COLLECTIONS_PATH"] = collections_path.runs_path(os.environ)
+    roles = [str(p) for p in roles_paths]
+    if os.environ.get("ANSIBLE_ROLES_PATH"):
+        roles.append(os.environ["ANSIBLE_ROLES_PATH"])
+    if roles:
+        env["ANSIBLE_ROLES_PATH"] = ":".join(roles)
+    env["PATH"] = f"{_BIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}"
+    env["ANSIBLE_NOCOLOR"] = "1"
+    env["ANSIBLE_FORCE_COLOR"] = "0"
+    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_dir)
+    env["ANSIBLE_REMOTE_TEMP"] = str(tmp_dir)
+    env["ANSIBLE_RETRY_FILES_ENABLED"] = "0"
+    env["ANSIBLE_DEPRECATION_WARNINGS"] = "0"
+    # Modules go to the local Python on stdin instead of as files in a temp dir that is made
+    # and removed around each task (two shell commands and a file per task saved). Set
+    # ANSIBLE_PIPELINING=False in the operator's environment to turn it off.
+    env["ANSIBLE_PIPELINING"] = os.environ.get("ANSIBLE_PIPELINING", "True")
+    return env
+
+
+_TASK_OUTCOMES = {
+    "runner_on_ok": "ok",
+    "runner_on_failed": "failed",
+    "runner_on_skipped": "skipped",
+    "runner_on_unreachable": "unreachable",
+}
+
+
+def _log_event(event: Mapping[str, Any], mode: LogEvents, extra: Mapping[str, Any]) -> None:
+    """One log line per task result (Tasks), or per job event (Everything)."""
+    if mode is LogEvents.NOTHING:
+        return
+    kind = str(event.get("event", ""))
+    data = event.get("event_data") or {}
+    outcome = _TASK_OUTCOMES.get(kind)
+    fields = {**extra, "ansible_event": kind}
+    if outcome is None:
+        if mode is LogEvents.EVERYTHING:
+            log.info("%s %s", kind, data.get("task") or data.get("playbook") or "", extra=fields)
+        return
+    task = data.get("task", "")
+    if outcome == "failed" and data.get("ignore_errors"):
+        outcome = "failed (ignored)"
+    elif outcome == "ok" and (data.get("res") or {}).get("changed"):
+        outcome = "changed"
+    level = logging.WARNING if outcome in ("failed", "unreachable") else logging.INFO
+    log.log(level, "task %s: %s", outcome, task, extra=fields)
+
+
+class Executor:
+    """Runs Ansible for one CR at a time per call; many calls may run at once."""
+
+    def __init__(
+        self,
+        roles_paths: list[Path],
+        tmp_dir: Path,
+        warm: bool = True,
+        warm_idle_timeout: float = 120.0,
+        max_parallel_runs: int | None = None,
+    ) -> None:
+        self._env = ansible_env(tmp_dir, roles_paths)
+        # One budget for all kinds together (each kind's workers are limited on their own):
+        # no more runs in flight than the memory limit holds.
+        self._slots = asyncio.Semaphore(max_parallel_runs) if max_parallel_runs else None
+        tmp_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._cancel = threading.Event()
+        self._warm = warm
+        self._pool: WarmPool | None = None
+        self._pool_lock = threading.Lock()
+        self._active = 0  # runs holding the pool
+        self._idle_timeout = warm_idle_timeout
+        self._idle_timer: threading.Timer | None = None
+        log.info(
+            "executor: %s, %s",
+            "warm (fork servers)" if warm else "plain ansible-runner",
+            f"at most {max_parallel_runs} runs at once (memory limit)"
+            if max_parallel_runs
+            else "no memory limit known",
+        )
+
+    def _acquire_pool(self) -> WarmPool | None:
+        """The fork servers, started with the first run (an idle operator does not pay for
+        them) and again after they stopped for being idle; None on the plain path or when
+        they cannot start."""
+        with self._pool_lock:
+            self._active += 1
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
+            if self._warm and self._pool is None:
+                pool = WarmPool(self._env)
+                if pool.wait_ready():
+                    self._pool = pool
+                else:
+                    pool.stop()
+                    self._warm = False
+            return self._pool
+
+    def _release_pool(self) -> None:
+        with self._pool_lock:
+            self._active -= 1
+            if self._active == 0 and self._pool is not None and self._idle_timeout > 0:
+                timer = threading.Timer(self._idle_timeout, self._stop_if_idle)
+                timer.daemon = True
+                timer.start()
+                self._idle_timer = timer
+
+    def _stop_if_idle(self) -> None:
+        """The warm executors hold ~100 MB; an operator with nothing to do gives it back."""
+        with self._pool_lock:
+            if self._active == 0 and self._pool is not None:
+                log.info(
+                    "warm executors stopped after %g s without runs (they start again with "
+                    "the next run)",
+                    self._idle_timeout,
+                )
+                self._pool.stop()
+                self._pool = None
+            self._idle_timer = None
+
+    @property
+    def warm_running(self) -> bool:
+        return self._pool is not None
+
+    def close(self) -> None:
+        with self._pool_lock:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
+            if self._pool is not None:
+                self._pool.stop()
+                self._pool = None
+
+    def cancel_all(self) -> None:
+        """Stop every run in progress (shutdown after the grace period)."""
+        self._cancel.set()
+
+    async def run(self, request: RunRequest) -> RunResult:
+        if self._slots is None:
+            return await asyncio.to_thread(self.run_sync, request)
+        async with self._slots:
+            return await asyncio.to_thread(self.run_sync, request)
+
+    def run_sync(self, request: RunRequest) -> RunResult:
+        pool = self._acquire_pool()
+        try:
+            return self._run_sync(request, pool)
+        finally:
+            self._release_pool()
+
+    def _run_sync(self, request: RunRequest, pool: WarmPool | None) -> RunResult:
+        summary = RunSummary()
+        private = request.private_dir
+        (private / "env").mkdir(parents=True, exist_ok=True, mode=0o700)
+        (private / "inventory").mkdir(exist_ok=True, mode=0o700)
+        # ansible-runner saves the envvars and settings of a run into env/ and prefers those
+        # files to its arguments on the next run: stale kubeconfig paths. Pass them fresh.
+        for stale in ("envvars", "settings"):
+            (private / "env" / stale).unlink(missing_ok=True)
+        extravars = private / "env" / "extravars"
+        _write_private(extravars, request.extravars_text)
+        hosts = private / "inventory" / "hosts"
+        inventory = inventory_text(str(pool.python_client) if pool else sys.executable)
+        if not hosts.exists() or hosts.read_text(encoding="utf-8") != inventory:
+            _write_private(hosts, inventory)
+        cmdline = list(request.cmdline)
+        envvars = {**self._env, **request.envvars}
+        if pool is not None:  # the warm client is a raw binary: the playbook is an argument
+            cmdline.insert(0, str(request.playbook))
+            envvars.update(pool.env)
+
+        def on_event(event: Mapping[str, Any]) -> bool:
+            apply_event(summary, event)
+            _log_event(event, request.log_events, request.log_extra)
+            return True
+
+        cancel: Callable[[], bool] = self._cancel.is_set
+        runner = ansible_runner.run(
+            private_data_dir=str(private),
+            ident=request.ident,
+            playbook=str(request.playbook),
+            project_dir=str(request.playbook.parent),
+            inventory=str(hosts),
+            binary=str(pool.playbook_client) if pool else None,
+            envvars=envvars,
+            verbosity=request.verbosity or None,
+            cmdline=shlex.join(cmdline) if cmdline else None,
+            rotate_artifacts=max(request.rotate, 1),
+            quiet=True,
+            event_handler=on_event,
+            cancel_callback=cancel,
+            settings={"suppress_ansible_output": True},
+        )
+        _scrub_command(private / "artifacts" / request.ident / "command")
+        tail = ""
+        if not summary.finished or runner.status != "successful":
+            tail = _tail(runner)
+        return RunResult(status=runner.status, rc=runner.rc, summary=summary, stdout_tail=tail)
+
+
+_SAFE_ENV = (
+    "ANSIBLE_",
+    "OPERATOR_RUNNER_CR_",
+    "KUBECONFIG",
+    "K8S_AUTH_KUBECONFIG",
+    "PATH",
+    "WATCH_NAMESPACE",
+    "HOME",
+    "LANG",
+)
+
+
+def _scrub_command(path: Path) -> None:
+    """ansible-runner records the whole environment of the run in `command`; keep only what
+    cannot be a secret, so the operator's credentials never land in the artifacts."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    env = record.get("env") or {}
+    record["env"] = {k: v for k, v in env.items() if k.startswith(_SAFE_ENV)}
+    _write_private(path, json.dumps(record, indent=1))
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _tail(runner: Any, lines: int = 15) -> str:
+    try:
+        text = runner.stdout.read()
+    except Exception:  # the run may have died before writing stdout
+        return ""
+    return "\n".join(str(text).rstrip().splitlines()[-lines:])

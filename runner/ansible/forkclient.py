@@ -1,0 +1,77 @@
+"""The fork servers' client: a tiny script used as ansible-runner's binary and as
+ansible_python_interpreter, which hands its job to a server or execs the real program."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# --- client --------------------------------------------------------------------------------
+
+# The client starts once per module task and once per run, so it imports nothing that Python
+# does not load at start-up anyway (socket, json, os, signal would cost ~12 ms each time): the
+# C modules underneath them instead.
+CLIENT = r"""
+import _signal, _socket, marshal, posix, sys
+
+def fallback():
+    posix.execv(FALLBACK[0], FALLBACK + sys.argv[1:])
+
+def decode(b):
+    return b.decode("utf-8", "surrogateescape")
+
+def lines(conn):
+    buf = b""
+    while True:
+        while b"\n" not in buf:
+            chunk = conn.recv(4096)
+            if not chunk:
+                return
+            buf += chunk
+        line, buf = buf.split(b"\n", 1)
+        word, _, value = decode(line).partition(" ")
+        yield word, value
+
+def main():
+    path = posix.environ.get(SOCKET_ENV.encode())
+    if not path:
+        fallback()
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+    except OSError:
+        fallback()
+    env = {decode(k): decode(v) for k, v in posix.environ.items()}
+    job = {"argv": [FALLBACK[-1]] + sys.argv[1:], "cwd": posix.getcwd(), "env": env}
+    body = marshal.dumps(job)
+    fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
+    data = len(body).to_bytes(4, "big") + body
+    conn.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+    replies = lines(conn)
+    word, value = next(replies, ("", ""))
+    if word != "pid":  # refused, or no answer: the real program
+        fallback()
+    pid = int(value)
+    def relay(signum, frame):
+        try:
+            posix.killpg(pid, signum)
+        except OSError:
+            pass
+    for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+        _signal.signal(sig, relay)
+    word, value = next(replies, ("", ""))
+    posix._exit(int(value) if word == "exit" else 1)
+
+main()
+"""
+
+
+def client_script(python: str, socket_env: str, fallback: list[str]) -> str:
+    """A client executable: `fallback` is what to exec when no server takes the job (its last
+    item is argv[0] for the job)."""
+    return f"#!{python} -IS\nSOCKET_ENV = {socket_env!r}\nFALLBACK = {fallback!r}\n" + CLIENT
+
+
+def write_client(path: Path, python: str, socket_env: str, fallback: list[str]) -> Path:
+    path.write_text(client_script(python, socket_env, fallback), encoding="utf-8")
+    path.chmod(0o700)
+    return path

@@ -1,0 +1,67 @@
+"""The Ansible side as the reconciler sees it: a run request in, a run result out.
+
+As ansible-runner's interface.py: the executor, the warm pool (fork servers) and the
+artifacts' files stay behind it. Importing this module does not import ansible_runner.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from runner.ansible.results import RunSummary
+
+
+class LogEvents(enum.Enum):
+    """`--ansible-log-events`: which job events go to the operator's log."""
+
+    TASKS = "Tasks"
+    EVERYTHING = "Everything"
+    NOTHING = "Nothing"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    private_dir: Path
+    ident: str
+    playbook: Path
+    extravars_text: str
+    verbosity: int = 0
+    cmdline: tuple[str, ...] = ()
+    rotate: int = 20
+    envvars: Mapping[str, str] = field(default_factory=dict)
+    log_events: LogEvents = LogEvents.TASKS
+    log_extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    status: str  # ansible-runner's: successful, failed, timeout, canceled, error
+    rc: int | None
+    summary: RunSummary
+    stdout_tail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.summary.finished and not self.summary.failures and self.status == "successful"
+
+
+def role_playbook_text(role: str, gather_facts: bool = False) -> str:
+    """The playbook that runs a `role:` watch, as operator-sdk (via ansible-runner) does."""
+    return (
+        "---\n"
+        "- hosts: localhost\n"
+        f"  gather_facts: {'true' if gather_facts else 'false'}\n"
+        "  roles:\n"
+        f"    - role: {json.dumps(role)}\n"
+    )
+
+
+class Runs(Protocol):
+    """What runs Ansible for the reconciler: `runner.ansible.executor.Executor`, or a fake."""
+
+    async def run(self, request: RunRequest) -> RunResult: ...

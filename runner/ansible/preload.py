@@ -1,0 +1,100 @@
+"""What the fork servers import and warm once, before they fork jobs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from runner.ansible.codecache import collection_roots, install_code_cache, precompile_collections
+
+PRELOAD = {
+    "playbook": (
+        "ansible.cli.playbook",
+        "ansible.executor.playbook_executor",
+        "ansible.executor.task_queue_manager",
+        "ansible.executor.process.worker",
+        "ansible.playbook",
+        "ansible.template",
+        "ansible.vars.manager",
+        "ansible.inventory.manager",
+        "ansible.plugins.loader",
+        "ansible.plugins.connection.local",
+        "ansible.plugins.action.normal",
+        "ansible.plugins.strategy.linear",
+        "ansible.executor.module_common",
+    ),
+    # Not kubernetes.core's module_utils: importing any ansible_collections package here would
+    # hide the other collections inside each module's AnsiballZ payload.
+    "module": (
+        "ansible.module_utils.basic",
+        "ansible.module_utils.common.text.converters",
+        "yaml",
+        "jinja2",
+        "kubernetes",
+        "kubernetes.client",
+        "kubernetes.config",
+        "kubernetes.dynamic",
+        "kubernetes.dynamic.discovery",
+        "urllib3",
+        "requests",
+    ),
+}
+
+
+def preload_for(kind: str) -> None:
+    import importlib
+
+    if kind == "module":
+        try:
+            count = precompile_collections(collection_roots(os.environ, sys.path))
+        except Exception as err:  # only costs speed
+            print(f"forkserver[{kind}]: could not precompile collections: {err}", file=sys.stderr)
+        else:
+            if count:
+                install_code_cache()
+
+    for name in PRELOAD[kind]:
+        try:
+            importlib.import_module(name)
+        except Exception as err:  # a missing optional module only costs speed
+            print(f"forkserver[{kind}]: could not preload {name}: {err}", file=sys.stderr)
+    if kind == "playbook":
+        try:
+            _warm_plugins()
+        except Exception as err:
+            print(f"forkserver[{kind}]: could not warm the plugin loaders: {err}", file=sys.stderr)
+
+
+# Plugins every run loads: found, imported and their documented options registered once here
+# (parsing plugin documentation is most of a short run's cost), inherited by every job.
+WARM_PLUGINS = {
+    "inventory": ("host_list", "script", "auto", "yaml", "ini", "toml"),
+    "connection": ("local",),
+    "shell": ("sh",),
+    "become": ("sudo",),
+    "strategy": ("linear",),
+    "action": ("normal", "debug", "command", "set_fact", "include_role", "fail", "assert"),
+    "cache": ("jsonfile", "memory"),
+    "lookup": ("env", "file", "template"),
+}
+# Listed in full by every run (PlaybookExecutor.run, TaskQueueManager, the vars manager).
+WARM_ALL = ("connection", "shell", "become", "vars", "filter", "test")
+
+
+def _warm_plugins() -> None:
+    from ansible.plugins import loader
+
+    loader.init_plugin_loader([])
+    for kind, names in WARM_PLUGINS.items():
+        plugin_loader = getattr(loader, f"{kind}_loader")
+        for name in names:
+            plugin_loader.get(name, class_only=True)
+    for kind in WARM_ALL:
+        list(getattr(loader, f"{kind}_loader").all(class_only=True))
+    # Every callback ansible-core ships (each run lists them all), one by one: not
+    # ansible-runner's awx_display, which reads the run's artifact dir when it is imported.
+    builtin = Path(loader.__file__).parent / "callback"
+    for path in sorted(builtin.glob("*.py")):
+        if not path.name.startswith("_"):
+            loader.callback_loader.get(path.stem, class_only=True)

@@ -1,0 +1,101 @@
+"""Starts and stops the warm executors (`forkserver`) of one operator process.
+
+The playbook server is started with exactly the Ansible environment that ansible-runner gives
+every run (read off a `RunnerConfig`), so a job's import-time configuration always matches the
+server's; anything else falls back to the plain path inside the client.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from runner.ansible import forkclient, forkserver
+
+log = logging.getLogger("runner.warm")
+
+PLAYBOOK_SOCKET_ENV = "OPERATOR_RUNNER_PLAYBOOK_SOCKET"
+MODULE_SOCKET_ENV = "OPERATOR_RUNNER_MODULE_SOCKET"
+_PER_RUN = ("ANSIBLE_CACHE_PLUGIN_CONNECTION",)
+
+
+def runner_env(base: Mapping[str, str]) -> dict[str, str]:
+    """The Ansible environment ansible-runner builds for a run with `base` envvars."""
+    from ansible_runner.config.runner import RunnerConfig
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "project").mkdir()
+        (Path(tmp) / "project" / "main.yml").write_text("[]\n")
+        config = RunnerConfig(
+            private_data_dir=tmp, playbook="main.yml", ident="probe", envvars=dict(base), quiet=True
+        )
+        config.prepare()
+        env: dict[str, str] = {str(k): str(v) for k, v in config.env.items()}
+    return env
+
+
+class WarmPool:
+    def __init__(self, base_env: Mapping[str, str]) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="operator-runner-warm-"))
+        os.chmod(self.dir, 0o700)
+        self.sockets = {kind: str(self.dir / f"{kind}.sock") for kind in ("playbook", "module")}
+        real_playbook = str(Path(sys.executable).parent / "ansible-playbook")
+        self.playbook_client = forkclient.write_client(
+            self.dir / "ansible-playbook",
+            sys.executable,
+            PLAYBOOK_SOCKET_ENV,
+            [sys.executable, real_playbook],
+        )
+        self.python_client = forkclient.write_client(
+            self.dir / "python", sys.executable, MODULE_SOCKET_ENV, [sys.executable]
+        )
+        run_env = runner_env(base_env)
+        for key in _PER_RUN:
+            run_env.pop(key, None)
+        self._procs: list[subprocess.Popen[bytes]] = []
+        for kind, sock in self.sockets.items():
+            env = {**os.environ, **run_env} if kind == "playbook" else {**os.environ, **base_env}
+            self._procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "runner.ansible.forkserver", kind, sock],
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            PLAYBOOK_SOCKET_ENV: self.sockets["playbook"],
+            MODULE_SOCKET_ENV: self.sockets["module"],
+            forkserver.ANSIBALLZ_CACHE_ENV: str(self.dir / "ansiballz_cache"),
+        }
+
+    def wait_ready(self, timeout: float = 30.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(os.path.exists(s) for s in self.sockets.values()):
+                return True
+            if any(p.poll() is not None for p in self._procs):
+                break
+            time.sleep(0.05)
+        log.warning("warm executors did not start; runs take the plain (slower) path")
+        return False
+
+    def stop(self) -> None:
+        for proc in self._procs:
+            proc.terminate()
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,282 @@
+"""`operator-runner`: the command line, with operator-sdk's `ansible-operator run` flags."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from runner import __version__
+from runner.ansible.interface import LogEvents
+from runner.app.bind import BindAddressError, parse_bind_address
+from runner.scaffold import cli as scaffold_cli  # init, create api
+from runner.util import logs
+from runner.util.durations import parse_period
+
+log = logging.getLogger("runner.cli")
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_period(text, "a duration")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _verbosity(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 0-7, got {text!r}") from None
+    if not 0 <= value <= 7:
+        raise argparse.ArgumentTypeError(f"expected 0-7, got {value}")
+    return value
+
+
+def _bind_address(text: str) -> str:
+    try:
+        parse_bind_address(text)
+    except BindAddressError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def _add_production_flags(run: argparse.ArgumentParser) -> None:
+    """Metrics, health probes and leader election (runner/app/production.py), as operator-sdk."""
+    run.add_argument(
+        "--metrics-bind-address",
+        type=_bind_address,
+        default=":8080",
+        help="where /metrics is served: host:port or :port, 0 switches it off (default :8080)",
+    )
+    run.add_argument(
+        "--health-probe-bind-address",
+        type=_bind_address,
+        default=":6789",
+        help="where /healthz and /readyz are served; 0 switches them off (default :6789)",
+    )
+    run.add_argument(
+        "--leader-elect",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="BOOL",
+        help="run as one of several replicas: only the holder of a Lease reconciles "
+        "(default false)",
+    )
+    run.add_argument(
+        "--leader-election-id",
+        default=None,
+        help="name of the Lease (default: operator-runner-<hash of the watched API groups>)",
+    )
+    run.add_argument(
+        "--leader-election-namespace",
+        default=None,
+        help="namespace of the Lease (default: the pod's namespace, else $POD_NAMESPACE; "
+        "required outside a cluster)",
+    )
+    run.add_argument(
+        "--leader-elect-lease-duration",
+        type=_duration,
+        default=15.0,
+        help="how long standbys wait after the last renewal before taking over (default 15s)",
+    )
+    run.add_argument(
+        "--leader-elect-renew-deadline",
+        type=_duration,
+        default=10.0,
+        help="how long the leader tries to renew before it stops and exits (default 10s)",
+    )
+    run.add_argument(
+        "--leader-elect-retry-period",
+        type=_duration,
+        default=2.0,
+        help="how often candidates look at the Lease and the leader renews it (default 2s)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="operator-runner",
+        description="Run Kubernetes operators written as Ansible roles "
+        "(operator-sdk's watches.yaml, kopf, ansible-runner).",
+    )
+    parser.add_argument("--version", action="version", version=f"operator-runner {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("version", help="print the version")
+    run = sub.add_parser(
+        "run",
+        help="watch the CRs of watches.yaml and reconcile them with their roles",
+        description="Watch the custom resources named in watches.yaml and run their Ansible "
+        "role or playbook for every change. Environment: WATCH_NAMESPACE (comma-separated; "
+        "empty = all namespaces), MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP>, "
+        "ANSIBLE_VERBOSITY_<KIND>_<GROUP>, ANSIBLE_ROLES_PATH.",
+    )
+    run.add_argument(
+        "--watches-file",
+        type=Path,
+        default=Path("./watches.yaml"),
+        help="path to watches.yaml (default: ./watches.yaml)",
+    )
+    run.add_argument(
+        "--max-concurrent-reconciles",
+        type=_positive_int,
+        default=None,
+        help="runs at once per kind (default: the CPUs this process may use, "
+        "from its cgroup quota and CPU affinity)",
+    )
+    run.add_argument(
+        "--reconcile-period",
+        type=_duration,
+        default=None,
+        help="default period of resyncs of unchanged CRs, as a Go duration "
+        "(10h by default; 0 switches resync off)",
+    )
+    run.add_argument(
+        "--ansible-verbosity",
+        type=_verbosity,
+        default=2,
+        help="ansible-playbook verbosity, 0-7 (default 2, as operator-sdk)",
+    )
+    run.add_argument(
+        "--ansible-args", default="", help="extra arguments for ansible-playbook, e.g. '--tags foo'"
+    )
+    run.add_argument(
+        "--ansible-log-events",
+        type=LogEvents,
+        default=LogEvents.TASKS,
+        choices=list(LogEvents),
+        metavar="{Tasks,Everything,Nothing}",
+        help="which Ansible events go to the log (default Tasks)",
+    )
+    run.add_argument(
+        "--inject-owner-ref",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="BOOL",
+        help="add owner references to what roles create (default true)",
+    )
+    run.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="log line format (default text)",
+    )
+    run.add_argument(
+        "--artifacts-dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "operator-runner",
+        help="root of the per-CR ansible-runner folders (default $TMPDIR/operator-runner)",
+    )
+    run.add_argument(
+        "--executor",
+        choices=("warm", "plain"),
+        default=os.environ.get("OPERATOR_RUNNER_EXECUTOR", "warm"),
+        help="warm: ansible-playbook and modules fork from processes with Ansible and the "
+        "kubernetes client already imported (much less CPU per reconcile); plain: a fresh "
+        "ansible-playbook per run, as operator-sdk (default warm, or $OPERATOR_RUNNER_EXECUTOR)",
+    )
+    run.add_argument(
+        "--warm-idle-timeout",
+        type=_duration,
+        default=os.environ.get("OPERATOR_RUNNER_WARM_IDLE_TIMEOUT", "120s"),
+        help="stop the warm executors (~100 MB) after this long without a run; they start "
+        "again with the next one (~1 s). 0 keeps them (default 120s, or "
+        "$OPERATOR_RUNNER_WARM_IDLE_TIMEOUT)",
+    )
+    run.add_argument(
+        "--graceful-shutdown-timeout",
+        type=_duration,
+        default=30.0,
+        help="on SIGTERM, how long running reconciles may take to finish (default 30s)",
+    )
+    run.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)",
+    )
+    _add_production_flags(run)
+    scaffold_cli.add_commands(sub)
+    return parser
+
+
+def watch_namespaces(environ: dict[str, str] | os._Environ[str]) -> list[str]:
+    """WATCH_NAMESPACE: comma-separated namespaces; empty or unset = every namespace."""
+    raw = environ.get("WATCH_NAMESPACE", "")
+    return [ns.strip() for ns in raw.split(",") if ns.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "version":
+        print(f"operator-runner {__version__}")
+        return 0
+    if args.command in scaffold_cli.COMMANDS:
+        return scaffold_cli.run(args)
+    if args.command != "run":
+        parser.print_help()
+        return 2
+    logs.setup(args.log_format)
+    from runner.app.manager import OperatorConfig, run_operator  # heavy imports only when running
+    from runner.app.production import ProductionConfig
+
+    production = ProductionConfig(
+        metrics_bind_address=args.metrics_bind_address,
+        health_probe_bind_address=args.health_probe_bind_address,
+        leader_elect=args.leader_elect,
+        leader_election_id=args.leader_election_id,
+        leader_election_namespace=args.leader_election_namespace,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+    )
+
+    config = OperatorConfig(
+        watches_file=args.watches_file,
+        namespaces=watch_namespaces(os.environ),
+        max_concurrent_reconciles=args.max_concurrent_reconciles,
+        reconcile_period=args.reconcile_period,
+        verbosity=args.ansible_verbosity,
+        ansible_args=tuple(shlex.split(args.ansible_args)),
+        log_events=args.ansible_log_events,
+        inject_owner_ref=args.inject_owner_ref,
+        artifacts_dir=args.artifacts_dir,
+        graceful_shutdown_timeout=args.graceful_shutdown_timeout,
+        kubeconfig=args.kubeconfig,
+        executor=args.executor,
+        warm_idle_timeout=args.warm_idle_timeout,
+        production=production,
+    )
+    return run_operator(config)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,284 @@
+"""The manager: watches.yaml -> kopf watches -> controllers -> reconcilers.
+
+kopf does the watching only (`on.event` handlers: no state, annotations or finalizers of its
+own on users' objects, no Events of its own); the controllers own the queue and the runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.ansible import collections_path
+from runner.ansible.artifacts import Artifacts
+from runner.ansible.executor import Executor
+from runner.ansible.interface import LogEvents
+from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
+from runner.app.kopf_import import kopf
+from runner.app.production import Production, ProductionConfig
+from runner.control.controller import Controller, drain
+from runner.dependents.proxy import Proxy
+from runner.dependents.routing import Routes
+from runner.dependents.watcher import DependentWatches
+from runner.kube import client as kube
+from runner.kube import credentials as creds
+from runner.kube.client import KubeClient
+from runner.kube.resources import ObjectRef, Resource
+from runner.reconcile.reconciler import Options, Reconciler
+from runner.reconcile.recorder import EventRecorder
+from runner.watches import Watch, WatchesError, load_watches
+
+log = logging.getLogger("runner.manager")
+
+DEFAULT_RECONCILE_PERIOD = 10 * 3600.0  # operator-sdk's --reconcile-period default
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    watches_file: Path
+    namespaces: list[str] = field(default_factory=list)
+    max_concurrent_reconciles: int | None = None
+    reconcile_period: float | None = None
+    verbosity: int = 2
+    ansible_args: tuple[str, ...] = ()
+    log_events: LogEvents = LogEvents.TASKS
+    inject_owner_ref: bool = True
+    artifacts_dir: Path = Path("/tmp/operator-runner")
+    graceful_shutdown_timeout: float = 30.0
+    executor: str = "warm"  # or "plain"
+    warm_idle_timeout: float = 120.0
+    kubeconfig: str | None = None
+    production: ProductionConfig = field(default_factory=ProductionConfig)  # metrics, probes, HA
+
+
+def kind_env_name(prefix: str, watch: Watch) -> str:
+    """operator-sdk's per-kind variable: `<PREFIX>_<KIND>_<GROUP>`, dots as underscores."""
+    group = watch.gvk.group.replace(".", "_").upper()
+    return f"{prefix}_{watch.gvk.kind.upper()}_{group}"
+
+
+def _env_int(environ: Mapping[str, str], name: str, minimum: int, maximum: int) -> int | None:
+    raw = environ.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SystemExit(f"operator-runner: {name}={raw!r} is not an integer") from None
+    if not minimum <= value <= maximum:
+        raise SystemExit(f"operator-runner: {name}={value} must be between {minimum} and {maximum}")
+    return value
+
+
+def watch_options(config: OperatorConfig, watch: Watch, environ: Mapping[str, str]) -> Options:
+    period = watch.reconcile_period
+    if period is None:
+        period = config.reconcile_period
+    if period is None:
+        period = DEFAULT_RECONCILE_PERIOD
+    verbosity = _env_int(environ, kind_env_name("ANSIBLE_VERBOSITY", watch), 0, 7)
+    return Options(
+        reconcile_period=period or None,
+        verbosity=config.verbosity if verbosity is None else verbosity,
+        ansible_args=config.ansible_args,
+        log_events=config.log_events,
+    )
+
+
+def watch_workers(config: OperatorConfig, watch: Watch, environ: Mapping[str, str]) -> int:
+    name = kind_env_name("MAX_CONCURRENT_RECONCILES", watch)
+    from_env = _env_int(environ, name, 1, 10_000)
+    if from_env is not None:
+        return from_env
+    return config.max_concurrent_reconciles or default_concurrency(
+        usable_cpus(), memory_limit_bytes()
+    )
+
+
+def _resource(resource: kopf.Resource) -> Resource:
+    return Resource(
+        group=resource.group,
+        version=resource.version,
+        plural=resource.plural,
+        kind=resource.kind or "",
+        namespaced=bool(resource.namespaced),
+    )
+
+
+def register(registry: kopf.OperatorRegistry, controller: Controller) -> None:
+    gvk = controller.watch.gvk
+
+    async def on_event(
+        event: Mapping[str, Any], resource: kopf.Resource, body: kopf.Body, **_: Any
+    ) -> None:
+        ref = ObjectRef(_resource(resource), body.metadata.namespace, body.metadata.name or "")
+        controller.on_event(ref, event.get("type"), body)
+
+    kopf.on.event(
+        group=gvk.group or None,
+        version=gvk.version,
+        kind=gvk.kind,
+        registry=registry,
+        id=f"watch-{gvk.kind}.{gvk.group}",
+    )(on_event)
+
+
+def _settings(config: OperatorConfig) -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.posting.enabled = False  # our Events only
+    settings.peering.standalone = True
+    settings.process.ultimate_exiting_timeout = config.graceful_shutdown_timeout + 15
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 10
+    return settings
+
+
+def connection_info(credentials: creds.Credentials, trust_env: bool = False) -> kopf.ConnectionInfo:
+    """kopf's login: our credentials, with the token as it is now."""
+    header = credentials.authorization()
+    scheme, _, token = header.partition(" ") if header else ("", "", "")
+    basic = scheme == "Basic"  # kopf builds that header itself from username and password
+    return kopf.ConnectionInfo(
+        server=credentials.server,
+        ca_path=credentials.ca_file,
+        insecure=credentials.insecure,
+        username=credentials.username if basic else None,
+        password=credentials.password if basic else None,
+        scheme=None if basic else scheme or None,
+        token=None if basic else token or None,
+        certificate_path=credentials.cert_file,
+        private_key_path=credentials.key_file,
+        default_namespace=credentials.namespace,
+        trust_env=trust_env,
+    )
+
+
+async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
+    try:
+        credentials = creds.load(config.kubeconfig)
+    except creds.CredentialsError as err:
+        log.error("%s", err)
+        return 1
+    log.info(
+        "credentials: %s, server %s%s",
+        credentials.source,
+        credentials.server,
+        f" (via the kubernetes package: {credentials.plugin} user)" if credentials.fallback else "",
+    )
+    client = KubeClient(credentials)
+    artifacts = Artifacts(config.artifacts_dir)
+    executor = Executor(
+        roles_paths=[config.watches_file.resolve().parent / "roles"],
+        tmp_dir=config.artifacts_dir / ".ansible-tmp",
+        warm=config.executor == "warm",
+        warm_idle_timeout=config.warm_idle_timeout,
+        max_parallel_runs=run_slots(memory_limit_bytes()),
+    )
+    recorder = EventRecorder(client)
+    # -- metrics, health probes, leader election (runner/app/production.py) --
+    production = await Production.start(config.production, client, watches, executor.cancel_all)
+    if not await production.lead():  # stopped while standing by: nothing of ours ran
+        await production.close()
+        client.close()
+        return 0
+    # --
+    registry = kopf.OperatorRegistry()
+    production.register(registry, config.graceful_shutdown_timeout)  # early Lease release
+    upstream = kube.AsyncUpstream(credentials)
+    routes = Routes()
+    dependents = DependentWatches(upstream, routes.trigger, config.namespaces)
+
+    async def stop_dependent_watches(**_: Any) -> None:
+        """In kopf's cleanup: otherwise kopf waits 5 s for these tasks before it returns."""
+        await dependents.stop()
+
+    kopf.on.cleanup(registry=registry, id="operator-runner-stop-dependent-watches")(
+        stop_dependent_watches
+    )
+    proxy = Proxy(
+        upstream,
+        inject=config.inject_owner_ref,
+        on_write=lambda info, owner, obj: routes.on_write(dependents, info, owner, obj),
+    )
+    await proxy.start()
+
+    @kopf.on.login(registry=registry)
+    def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo:
+        """Called again by kopf on 401: a rotated token is read then."""
+        return connection_info(credentials, trust_env=settings.networking.trust_env)
+
+    controllers = []
+    for watch in watches:
+        options = watch_options(config, watch, os.environ)
+        workers = watch_workers(config, watch, os.environ)
+        reconciler = Reconciler(watch, options, client, executor, artifacts, recorder, proxy)
+        controller = Controller(reconciler, workers, metrics=production.metrics)
+        production.track(controller)
+        routes.add(controller)
+        register(registry, controller)
+        controller.start()
+        controllers.append(controller)
+        log.info(
+            "watching %s %s (%s, %d workers, resync %s)",
+            watch.gvk.kind,
+            watch.gvk.api_version,
+            f"role {watch.role}" if watch.role else f"playbook {watch.playbook}",
+            workers,
+            f"every {options.reconcile_period:g} s" if options.reconcile_period else "off",
+        )
+    namespaces = config.namespaces
+    log.info("namespaces: %s", ", ".join(namespaces) if namespaces else "all")
+    try:
+        await kopf.operator(
+            registry=registry,
+            settings=_settings(config),
+            standalone=True,
+            clusterwide=not namespaces,
+            namespaces=namespaces,
+            ready_flag=production.ready_flag,
+            stop_flag=production.stop_flag,
+        )
+    finally:
+        production.stopping()
+        log.info(
+            "stopping: waiting up to %g s for running reconciles", config.graceful_shutdown_timeout
+        )
+        await drain(controllers, config.graceful_shutdown_timeout, executor.cancel_all, log)
+        await production.close()  # after the runs ended: release the Lease, stop the endpoints
+        await dependents.stop()
+        await proxy.stop()
+        await upstream.close()
+        executor.close()
+        client.close()
+    return production.exit_code
+
+
+def run_operator(config: OperatorConfig) -> int:
+    if config.kubeconfig:
+        os.environ["KUBECONFIG"] = config.kubeconfig
+    try:
+        loaded = load_watches(
+            config.watches_file,
+            environ=os.environ,
+            roles_paths=[Path(p) for p in os.environ.get("ANSIBLE_ROLES_PATH", "").split(":") if p],
+            collection_roots=collections_path.collection_roots(os.environ),
+        )
+    except WatchesError as err:
+        print(f"operator-runner: {err}", file=sys.stderr)
+        return 1
+    for warning in loaded.warnings:
+        log.warning("%s", warning)
+    if not loaded.watches:
+        print(f"operator-runner: {config.watches_file}: no watches", file=sys.stderr)
+        return 1
+    try:
+        return asyncio.run(_serve(config, loaded.watches))
+    except KeyboardInterrupt:
+        return 0

@@ -1,0 +1,298 @@
+"""What a production deployment needs around the controllers: metrics, probes, leader election.
+
+The manager's use of it, in order:
+
+    production = await Production.start(config.production, client, watches, executor.cancel_all)
+    if not await production.lead():       # SIGTERM while standing by: nothing ran, exit 0
+        ...
+    production.register(registry, config.graceful_shutdown_timeout)
+    Controller(..., metrics=production.metrics); production.track(controller)
+    kopf.operator(..., ready_flag=production.ready_flag, stop_flag=production.stop_flag)
+    finally: production.stopping(); <stop the controllers>; await production.close()
+    return production.exit_code
+
+`start` validates the flags (a bad address or a missing namespace exits at once with one
+message) and starts the metrics and health endpoints, so a standby serves both while it waits.
+`lead` returns at once without leader election; with it, once this process holds the Lease,
+and it keeps renewing it in the background while the runs in progress finish after SIGTERM:
+the Lease is released only once nothing of ours runs any more, in kopf's cleanup phase
+(`register`), or at the latest in `close`.
+
+When the Lease is lost (not renewed within the renew deadline, or taken over), every run is
+cancelled and the workers stopped at once, kopf is told to stop, and the process exits 1; if
+that takes longer than the margin before others may take the Lease, it is ended with
+`os._exit(1)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from runner.app.bind import BindAddress, BindAddressError, Endpoint, parse_bind_address
+from runner.app.health import Health
+from runner.app.kopf_import import kopf
+from runner.app.leader import LeaderElector
+from runner.app.lease import (
+    LEASE_DURATION,
+    RENEW_DEADLINE,
+    RETRY_PERIOD,
+    ElectionConfig,
+    ElectionError,
+    default_election_id,
+    election_namespace,
+    new_identity,
+)
+from runner.app.metrics import PrometheusMetrics
+from runner.control.controller import Controller, drain
+from runner.control.metrics import NULL_METRICS, Metrics, WorkerStats
+from runner.kube.client import KubeClient
+from runner.watches import Watch
+
+log = logging.getLogger("runner.production")
+
+DEFAULT_METRICS_BIND_ADDRESS = ":8080"
+DEFAULT_HEALTH_PROBE_BIND_ADDRESS = ":6789"
+
+
+@dataclass(frozen=True)
+class ProductionConfig:
+    metrics_bind_address: str = DEFAULT_METRICS_BIND_ADDRESS
+    health_probe_bind_address: str = DEFAULT_HEALTH_PROBE_BIND_ADDRESS
+    leader_elect: bool = False
+    leader_election_id: str | None = None
+    leader_election_namespace: str | None = None
+    lease_duration: float = LEASE_DURATION
+    renew_deadline: float = RENEW_DEADLINE
+    retry_period: float = RETRY_PERIOD
+
+
+def _address(flag: str, value: str) -> BindAddress | None:
+    try:
+        return parse_bind_address(value)
+    except BindAddressError as err:
+        raise SystemExit(f"operator-runner: {flag}: {err}") from None
+
+
+def election_config(
+    config: ProductionConfig, watches: list[Watch], environ: Mapping[str, str]
+) -> ElectionConfig:
+    try:
+        return ElectionConfig(
+            namespace=election_namespace(config.leader_election_namespace, environ),
+            name=config.leader_election_id or default_election_id(w.gvk.group for w in watches),
+            identity=new_identity(),
+            lease_duration=config.lease_duration,
+            renew_deadline=config.renew_deadline,
+            retry_period=config.retry_period,
+        )
+    except ElectionError as err:
+        raise SystemExit(f"operator-runner: {err}") from None
+
+
+class Production:
+    def __init__(
+        self,
+        metrics: Metrics,
+        health: Health,
+        endpoints: list[Endpoint],
+        elector: LeaderElector | None,
+        cancel_runs: Callable[[], None],
+    ) -> None:
+        self.metrics = metrics
+        self.health = health
+        self.elector = elector
+        self.stop_flag = asyncio.Event()  # kopf.operator(stop_flag=...); set on SIGTERM too
+        self.exit_code = 0
+        self._endpoints = endpoints
+        self._cancel_runs = cancel_runs
+        self._controllers: list[Controller] = []
+        self._hold: asyncio.Task[None] | None = None
+        self._stoppers: list[asyncio.Task[bool]] = []
+        self.hard_exit: Callable[[float], None] = _hard_exit  # replaceable in tests
+
+    @property
+    def ready_flag(self) -> asyncio.Event:
+        """kopf.operator(ready_flag=...): raised once kopf has started."""
+        return self.health.kopf_ready
+
+    @classmethod
+    async def start(
+        cls,
+        config: ProductionConfig,
+        client: KubeClient,
+        watches: list[Watch],
+        cancel_runs: Callable[[], None],
+        environ: Mapping[str, str] = os.environ,
+    ) -> Production:
+        metrics_at = _address("--metrics-bind-address", config.metrics_bind_address)
+        health_at = _address("--health-probe-bind-address", config.health_probe_bind_address)
+        election = election_config(config, watches, environ) if config.leader_elect else None
+        health = Health(stale_after=config.lease_duration)
+        metrics: Metrics = NULL_METRICS
+        endpoints: list[Endpoint] = []
+        try:
+            if metrics_at is not None:
+                prometheus = PrometheusMetrics()
+                metrics = prometheus
+                endpoints.append(Endpoint("metrics", prometheus.app(), metrics_at))
+                await endpoints[-1].start()
+            if health_at is not None:
+                endpoints.append(Endpoint("health probes", health.app(), health_at))
+                await endpoints[-1].start()
+        except BaseException:
+            for endpoint in endpoints:
+                await endpoint.stop()
+            raise
+        elector = None
+        if election is not None:
+            elector = LeaderElector(client, election, on_standby=health.standby)
+        return cls(metrics, health, endpoints, elector, cancel_runs)
+
+    # -- leadership -------------------------------------------------------------------------
+
+    async def lead(self) -> bool:
+        """True once this process may reconcile; False when it was stopped before that."""
+        self._install_signal_handlers()
+        elector = self.elector
+        if elector is None:
+            self.health.leading()
+            return not self.stop_flag.is_set()
+        self._set_leader(False)
+        acquire = asyncio.create_task(elector.acquire(), name="leader-election-acquire")
+        stopped = asyncio.create_task(self.stop_flag.wait(), name="leader-election-stop")
+        await asyncio.wait({acquire, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (acquire, stopped):
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(acquire, stopped, return_exceptions=True)
+        if self.stop_flag.is_set():
+            log.info("stopped while standing by")
+            await elector.release()
+            return False
+        acquire.result()  # re-raise what went wrong (a bug: API errors are retried)
+        self.health.leading()
+        self._set_leader(True)
+        self._hold = asyncio.create_task(self._keep_lease(elector), name="leader-election-renew")
+        return True
+
+    async def _keep_lease(self, elector: LeaderElector) -> None:
+        reason = await elector.hold()
+        self._lost(reason)
+
+    def _lost(self, reason: str) -> None:
+        log.error("leader election lost: %s; stopping every reconcile now and exiting", reason)
+        self.exit_code = 1
+        self.health.lost()
+        self._set_leader(False)
+        self._cancel_runs()
+        for controller in self._controllers:
+            self._stoppers.append(asyncio.create_task(controller.stop(0)))
+        self.stop_flag.set()
+        assert self.elector is not None
+        config = self.elector.config
+        margin = max(1.0, config.lease_duration - config.renew_deadline - 1.0)
+        asyncio.get_running_loop().call_later(margin, self.hard_exit, margin)
+
+    def _set_leader(self, leading: bool) -> None:
+        if self.elector is not None and isinstance(self.metrics, PrometheusMetrics):
+            self.metrics.set_leader(self.elector.config.name, leading)
+
+    def _install_signal_handlers(self) -> None:
+        """SIGTERM/SIGINT set the stop flag (kopf installs its own once it runs)."""
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, self._on_signal, signum)
+
+    def _on_signal(self, signum: int) -> None:
+        log.info("signal %s: stopping", signal.Signals(signum).name)
+        self.stop_flag.set()
+
+    # -- shutdown with leader election: release the Lease as early as is safe --------------
+
+    def register(self, registry: kopf.OperatorRegistry, graceful_timeout: float) -> None:
+        """With leader election, drain the controllers and release the Lease in kopf's cleanup.
+
+        kopf runs cleanup handlers once its watches stopped, but only then waits up to 5 s for
+        the tasks spawned meanwhile (dependent watches, ...) before it returns; releasing the
+        Lease here, as soon as no run of ours goes on and none can start, spares the standby
+        that wait.
+        """
+        if self.elector is None:
+            return
+
+        async def release_lease(**_: Any) -> None:
+            try:
+                await self._drain_and_release(graceful_timeout)
+            except Exception:  # never fail kopf's cleanup; close() releases as a fallback
+                log.exception("releasing the Lease at shutdown failed")
+
+        kopf.on.cleanup(registry=registry, id="operator-runner-release-lease")(release_lease)
+
+    async def _drain_and_release(self, timeout: float) -> None:
+        self.health.stopping()
+        elector = self.elector
+        if self.exit_code or elector is None or not elector.leading:
+            return
+        log.info(
+            "stopping: waiting up to %g s for running reconciles to release the Lease", timeout
+        )
+        await drain(self._controllers, timeout, self._cancel_runs, log)
+        await self._stop_renewing()
+        await elector.release()
+        self._set_leader(False)
+
+    async def _stop_renewing(self) -> None:
+        if self._hold is not None:
+            self._hold.cancel()
+            await asyncio.gather(self._hold, return_exceptions=True)
+
+    # -- controllers ------------------------------------------------------------------------
+
+    def track(self, controller: Controller) -> None:
+        """Report the controller's queue and workers in the metrics; stop it if leadership goes."""
+        self._controllers.append(controller)
+        if isinstance(self.metrics, PrometheusMetrics):
+            gvk = controller.watch.gvk
+
+            def stats() -> WorkerStats:
+                due = controller.queue.due()
+                return WorkerStats(
+                    queue_depth=due,
+                    queue_scheduled=len(controller.queue) - due,
+                    busy_workers=controller.busy,
+                    workers=controller.workers,
+                )
+
+            self.metrics.track(gvk.kind, gvk.group, stats)
+
+    # -- shutdown ---------------------------------------------------------------------------
+
+    def stopping(self) -> None:
+        """Shutdown began: not ready any more."""
+        self.health.stopping()
+
+    async def close(self) -> None:
+        """After the controllers stopped: stop renewing, release the Lease, stop the endpoints."""
+        self.health.stopping()
+        if self._stoppers:
+            await asyncio.gather(*self._stoppers, return_exceptions=True)
+        await self._stop_renewing()
+        if self.elector is not None and self.exit_code == 0:
+            await self.elector.release()
+            self._set_leader(False)
+        for endpoint in self._endpoints:
+            await endpoint.stop()
+
+
+def _hard_exit(margin: float) -> None:
+    log.critical("leader election lost and still not stopped after %g s: exiting now", margin)
+    logging.shutdown()
+    os._exit(1)

@@ -1,0 +1,189 @@
+"""One controller per watch: its work queue, its workers, its reconciler.
+
+Workers take keys from the queue (one run per object at a time, events during a run collapse
+into one follow-up run), reconcile, then requeue: after `requeue_after`, after a backoff that
+grows with each consecutive failure (capped), or after the reconcile period. A failing or slow
+CR holds one worker at most; the others keep going.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from runner.control.backoff import Backoff
+from runner.control.metrics import NULL_METRICS, Metrics, Result
+from runner.control.queue import WorkQueue
+from runner.control.selectors import matches
+from runner.control.triggers import Seen, fingerprint, should_reconcile
+from runner.kube.resources import ObjectRef, Resource
+from runner.reconcile.reconciler import Outcome, Reconciler
+from runner.util.logs import cr_fields
+
+log = logging.getLogger("runner.controller")
+
+
+class Controller:
+    def __init__(
+        self,
+        reconciler: Reconciler,
+        workers: int,
+        backoff: Backoff | None = None,
+        metrics: Metrics = NULL_METRICS,
+    ):
+        self.reconciler = reconciler
+        self.metrics = metrics
+        self.watch = reconciler.watch
+        self.workers = workers
+        self.queue: WorkQueue[ObjectRef] = WorkQueue()
+        self.backoff = backoff or Backoff()
+        self._seen: dict[ObjectRef, Seen] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self.busy = 0
+        self.resource: Resource | None = None  # learnt from the first watch event
+        self._sweeper: asyncio.Task[None] | None = None
+
+    # -- input: watch events ----------------------------------------------------------------
+
+    def on_event(self, ref: ObjectRef, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """A watch event of a primary CR: enqueue it when it calls for a reconcile."""
+        self.resource = ref.resource
+        meta = body.get("metadata") or {}
+        if event_type != "DELETED" and not matches(self.watch.selector, meta.get("labels")):
+            return
+        current = fingerprint(body, self.watch.watch_annotations_changes)
+        previous = self._seen.get(ref)
+        if event_type == "DELETED":
+            self._seen.pop(ref, None)
+        else:
+            self._seen[ref] = current
+        if should_reconcile(event_type, previous, current):
+            self.queue.add(ref)
+
+    def enqueue(self, ref: ObjectRef, delay: float = 0.0) -> None:
+        """Reconcile `ref` (a dependent changed, a resync is due, ...)."""
+        self.queue.add(ref, delay)
+
+    def enqueue_named(self, namespace: str, name: str) -> bool:
+        """Reconcile the CR `namespace/name` of this watch (one of its dependents changed);
+        False when no such CR is known (never seen, or deleted)."""
+        if self.resource is None:
+            return False  # no CR of this kind seen yet: nothing can depend on one
+        ref = ObjectRef(self.resource, namespace if self.resource.namespaced else None, name)
+        if ref not in self._seen:
+            return False
+        self.queue.add(ref)
+        return True
+
+    # -- workers ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for i in range(self.workers):
+            name = f"worker-{self.watch.gvk.kind}-{i}"
+            self._tasks.append(asyncio.create_task(self._work(), name=name))
+        self._sweeper = asyncio.create_task(self._sweep_artifacts(), name="artifacts-sweep")
+
+    async def _sweep_artifacts(self, first: float = 60.0, every: float = 600.0) -> None:
+        """Remove the artifact folders of CRs that are gone without us seeing them go (deleted
+        while the operator was down): the CRs alive are those the watch has listed."""
+        await asyncio.sleep(first)  # a schedule, not a condition: the watch has listed by now
+        while True:
+            gvk = self.watch.gvk
+            removed = self.reconciler.artifacts.sweep(gvk.group, gvk.kind, set(self._seen))
+            if removed:
+                log.info("removed the artifacts of %d %s gone while unwatched", removed, gvk.kind)
+            await asyncio.sleep(every)
+
+    async def stop(self, timeout: float) -> bool:
+        """Stop taking keys; wait up to `timeout` s for runs in progress. True if all ended."""
+        self.queue.close()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        if not self._tasks:
+            return True
+        _done, pending = await asyncio.wait(self._tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        return not pending
+
+    async def _work(self) -> None:
+        while (ref := await self.queue.get()) is not None:
+            self.busy += 1
+            started = time.monotonic()
+            try:
+                outcome = await self._reconcile(ref)
+            finally:
+                self.busy -= 1
+                self.queue.done(ref)
+            self._observe(outcome, time.monotonic() - started)
+            self._requeue(ref, outcome)
+
+    async def _reconcile(self, ref: ObjectRef) -> Outcome:
+        try:
+            return await self.reconciler.reconcile(ref)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # API trouble, a bug: log, back off, carry on with the rest
+            log.error(
+                "reconcile error: %s",
+                err,
+                exc_info=not _is_api_error(err),
+                extra=cr_fields(ref.resource.kind, ref.namespace, ref.name),
+            )
+            return Outcome(failed=True, detail=str(err), errored=True)
+
+    def _observe(self, outcome: Outcome, seconds: float) -> None:
+        gvk = self.watch.gvk
+        result: Result = "success"
+        if outcome.errored:
+            result = "error"
+        elif outcome.failed:
+            result = "failure"
+        self.metrics.observe_reconcile(
+            gvk.kind, gvk.group, gvk.version, result, seconds, outcome.failed_tasks
+        )
+
+    def _requeue(self, ref: ObjectRef, outcome: Outcome) -> None:
+        if outcome.forget:
+            self.backoff.reset(ref)
+            self._seen.pop(ref, None)
+            return
+        if outcome.failed:
+            delay = self.backoff.next_delay(ref)
+            log.info(
+                "retrying in %.1f s (failure %d in a row)",
+                delay,
+                self.backoff.failures(ref),
+                extra=cr_fields(ref.resource.kind, ref.namespace, ref.name),
+            )
+            self.queue.add(ref, delay)
+            return
+        self.backoff.reset(ref)
+        if outcome.requeue_after is not None:
+            self.queue.add(ref, outcome.requeue_after)
+
+
+def _is_api_error(err: Exception) -> bool:
+    from runner.kube.client import ApiError
+
+    return isinstance(err, (ApiError, OSError))
+
+
+async def drain(
+    controllers: Iterable[Controller],
+    timeout: float,
+    cancel_runs: Callable[[], None],
+    logger: logging.Logger = log,
+) -> bool:
+    """Stop the controllers, waiting up to `timeout` s for their runs in progress; cancel the
+    runs still going after that (and say so on `logger`). True when all ended in time."""
+    results = await asyncio.gather(*(c.stop(timeout) for c in controllers))
+    if all(results):
+        return True
+    cancel_runs()
+    logger.warning("runs still going after %g s were cancelled", timeout)
+    return False

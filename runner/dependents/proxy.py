@@ -1,0 +1,335 @@
+"""The roles' door to the API server: a local proxy that marks what they write.
+
+Each run gets a kubeconfig that points at this proxy (http://127.0.0.1:<port>) with a token
+of its own, valid for that run only. The proxy
+
+- refuses clients that are not on the loopback and tokens it did not hand out;
+- forwards every request to the API server with the operator's credentials (which therefore
+  never reach the role, its kubeconfig or the runner artifacts);
+- streams responses (watch, follow=true logs) and relays WebSocket upgrades (exec, attach,
+  port-forward) unchanged;
+- adds the run's CR as owner (or the primary-resource annotations) to every object written
+  (create, replace, patch, apply), when owner injection is on, and reports what kinds were
+  written so that the operator watches them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from runner.dependents.ownership import (
+    Owner,
+    RequestInfo,
+    applies,
+    fixup_patch,
+    mark,
+    parse_path,
+)
+from runner.kube.client import JSON_PATCH, AsyncUpstream
+
+log = logging.getLogger("runner.proxy")
+
+WriteListener = Callable[[RequestInfo, Owner, dict[str, Any]], None]
+_HOP_HEADERS = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "authorization",
+    "content-length",
+    "accept-encoding",
+}
+_JSON_TYPES = (
+    "application/json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/json-patch+json",
+    "application/apply-patch+yaml",
+)
+
+
+def kubeconfig_text(url: str, token: str, namespace: str) -> str:
+    """A kubeconfig for one run: the proxy, the run's token, the CR's namespace."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "operator-runner", "cluster": {"server": url}}],
+            "users": [{"name": "run", "user": {"token": token}}],
+            "contexts": [
+                {
+                    "name": "run",
+                    "context": {
+                        "cluster": "operator-runner",
+                        "user": "run",
+                        "namespace": namespace or "default",
+                    },
+                }
+            ],
+            "current-context": "run",
+        }
+    )
+
+
+def is_loopback(remote: str | None) -> bool:
+    if not remote:
+        return False
+    try:
+        return ipaddress.ip_address(remote.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+class Proxy:
+    def __init__(
+        self,
+        upstream: AsyncUpstream,
+        *,
+        inject: bool,
+        on_write: WriteListener | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.upstream = upstream
+        self.inject = inject
+        self.on_write = on_write
+        self.host = host
+        self.url = ""
+        self._owners: dict[str, Owner] = {}
+        self._runner: web.AppRunner | None = None
+        self._kubeconfigs = Path(tempfile.mkdtemp(prefix="operator-runner-kubeconfigs-"))
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self, port: int = 0) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, port)
+        await site.start()
+        server = site._server
+        assert server is not None and server.sockets  # type: ignore[attr-defined]
+        bound = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self.url = f"http://{self.host}:{bound}"
+        log.info("API proxy for roles listening on %s", self.url)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        shutil.rmtree(self._kubeconfigs, ignore_errors=True)
+
+    def register(self, owner: Owner) -> str:
+        token = secrets.token_urlsafe(32)
+        self._owners[token] = owner
+        return token
+
+    def unregister(self, token: str) -> None:
+        self._owners.pop(token, None)
+
+    @contextmanager
+    def run_env(self, owner: Owner) -> Iterator[dict[str, str]]:
+        """The environment of one run: a kubeconfig (0600, outside the artifacts) that reaches
+        the API through this proxy with a token valid until the run ends."""
+        token = self.register(owner)
+        path = self._kubeconfigs / f"{secrets.token_hex(8)}.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(kubeconfig_text(self.url, token, owner.namespace))
+        try:
+            yield {"KUBECONFIG": str(path), "K8S_AUTH_KUBECONFIG": str(path)}
+        finally:
+            self.unregister(token)
+            path.unlink(missing_ok=True)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if not is_loopback(request.remote):
+            return _status(403, "Forbidden", "the operator's API proxy serves the loopback only")
+        owner = self._owner(request)
+        if owner is None:
+            return _status(401, "Unauthorized", "unknown or expired run token")
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            return await self._websocket(request)
+        info = parse_path(request.path)
+        body = await request.read()
+        writes = self.inject and applies(request.method, info) and _is_json(request)
+        if writes and request.method in ("POST", "PUT") and info is not None:
+            body = _marked_body(body, info, owner)
+        headers = _forward_headers(request.headers)
+        headers.update(self.upstream.auth_headers())
+        headers["Accept-Encoding"] = "identity"
+        upstream = await self.upstream.session.request(
+            request.method,
+            self.upstream.url(request.path_qs),
+            headers=headers,
+            data=body or None,
+            allow_redirects=False,
+        )
+        try:
+            if info is not None and applies(request.method, info) and 200 <= upstream.status < 300:
+                return await self._after_write(request, upstream, info, owner, writes)
+            return await _relay(request, upstream)
+        finally:
+            upstream.release()
+
+    def _owner(self, request: web.Request) -> Owner | None:
+        auth = request.headers.get("Authorization", "")
+        if not auth.startswith("Bearer "):
+            return None
+        return self._owners.get(auth[len("Bearer ") :].strip())
+
+    async def _after_write(
+        self,
+        request: web.Request,
+        upstream: aiohttp.ClientResponse,
+        info: RequestInfo,
+        owner: Owner,
+        inject: bool,
+    ) -> web.StreamResponse:
+        """Add the owner where the write did not (patches, apply), then report the kind."""
+        raw = await upstream.read()
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            return _bytes(upstream, raw)
+        dry_run = "dryRun" in request.query
+        if inject and not dry_run and isinstance(obj, dict) and obj.get("metadata"):
+            obj, raw = await self._fixup(info, obj, owner, raw)
+        if self.on_write is not None and isinstance(obj, dict) and not dry_run:
+            try:
+                self.on_write(info, owner, obj)
+            except Exception:  # a listener's bug must not fail the role's request
+                log.exception("dependent-watch listener failed")
+        return _bytes(upstream, raw)
+
+    async def _fixup(
+        self, info: RequestInfo, obj: dict[str, Any], owner: Owner, raw: bytes
+    ) -> tuple[dict[str, Any], bytes]:
+        name = (obj.get("metadata") or {}).get("name") or info.name
+        namespace = info.namespace
+        ops = fixup_patch(info, obj, owner)
+        if not ops or not name:
+            return obj, raw
+        path = info.path(name)
+        headers = {
+            **self.upstream.auth_headers(),
+            "Content-Type": JSON_PATCH,
+            "Accept": "application/json",
+        }
+        async with self.upstream.session.patch(
+            self.upstream.url(path), data=json.dumps(ops), headers=headers
+        ) as response:
+            body = await response.read()
+            if 200 <= response.status < 300:
+                return json.loads(body), body
+            log.warning(
+                "could not mark %s %s/%s as owned by %s: %s %s",
+                info.plural,
+                namespace,
+                name,
+                owner.key_annotation,
+                response.status,
+                body[:300],
+            )
+            return obj, raw
+
+    async def _websocket(self, request: web.Request) -> web.StreamResponse:
+        protocols = [
+            p.strip()
+            for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")
+            if p.strip()
+        ]
+        async with self.upstream.session.ws_connect(
+            self.upstream.url(request.path_qs),
+            protocols=protocols,
+            headers=self.upstream.auth_headers(),
+            max_msg_size=0,
+        ) as remote:
+            local = web.WebSocketResponse(
+                protocols=[remote.protocol] if remote.protocol else [], max_msg_size=0
+            )
+            await local.prepare(request)
+            await asyncio.gather(_pump(local, remote), _pump(remote, local))
+            return local
+
+
+def _is_json(request: web.Request) -> bool:
+    return request.content_type in _JSON_TYPES
+
+
+def _marked_body(body: bytes, info: RequestInfo, owner: Owner) -> bytes:
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(obj, dict):
+        return body
+    return json.dumps(mark(info, obj, owner)).encode()
+
+
+def _forward_headers(headers: Any) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in _HOP_HEADERS}
+
+
+def _response_headers(upstream: aiohttp.ClientResponse) -> dict[str, str]:
+    return {
+        k: v
+        for k, v in upstream.headers.items()
+        if k.lower() not in _HOP_HEADERS and k.lower() != "content-encoding"
+    }
+
+
+def _bytes(upstream: aiohttp.ClientResponse, raw: bytes) -> web.Response:
+    return web.Response(status=upstream.status, body=raw, headers=_response_headers(upstream))
+
+
+async def _relay(request: web.Request, upstream: aiohttp.ClientResponse) -> web.StreamResponse:
+    response = web.StreamResponse(status=upstream.status, headers=_response_headers(upstream))
+    await response.prepare(request)
+    async for chunk in upstream.content.iter_any():
+        await response.write(chunk)
+    await response.write_eof()
+    return response
+
+
+async def _pump(source: Any, sink: Any) -> None:
+    async for message in source:
+        if message.type == aiohttp.WSMsgType.BINARY:
+            await sink.send_bytes(message.data)
+        elif message.type == aiohttp.WSMsgType.TEXT:
+            await sink.send_str(message.data)
+        else:
+            break
+    await sink.close()
+
+
+def _status(code: int, reason: str, message: str) -> web.Response:
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    return web.json_response(body, status=code)

@@ -1,0 +1,76 @@
+"""The dependents' routing policy: which writes start a dependent watch, which changes reconcile
+which primary CR.
+
+A role's write through the proxy makes its kind watched (unless the watch says
+`watchDependentResources: false`, blacklists the kind, or the object is the CR itself; objects in
+other namespaces or cluster-scoped ones only with `watchClusterScopedResources`). A change to a
+dependent reconciles the primary it points at, if that primary is one of our watches (through
+the primary-resource annotations only with `watchClusterScopedResources`).
+
+The targets are the controllers, seen here only as `Target`: a watch and a way to enqueue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from runner.dependents.ownership import Owner, Primary, RequestInfo, is_owner, same_namespace
+from runner.dependents.watcher import DependentWatches
+from runner.watches import Watch
+
+
+class Target(Protocol):
+    """What the routing needs of a controller."""
+
+    @property
+    def watch(self) -> Watch: ...
+
+    def enqueue_named(self, namespace: str, name: str) -> bool: ...
+
+
+class Routes:
+    """The controllers by the group and kind of their CRs."""
+
+    def __init__(self) -> None:
+        self._by_kind: dict[tuple[str, str], Target] = {}
+
+    def add(self, target: Target) -> None:
+        gvk = target.watch.gvk
+        self._by_kind[(gvk.group, gvk.kind)] = target
+
+    def trigger(self, primary: Primary) -> bool:
+        """A dependent changed: reconcile the primary CR it points at, if it is one of ours."""
+        target = self._by_kind.get((primary.group, primary.kind))
+        if target is None:
+            return False
+        if primary.via_annotation and not target.watch.watch_cluster_scoped_resources:
+            return False
+        return target.enqueue_named(primary.namespace, primary.name)
+
+    def on_write(
+        self,
+        dependents: DependentWatches,
+        info: RequestInfo,
+        owner: Owner,
+        obj: Mapping[str, Any],
+    ) -> None:
+        """A role wrote `obj` for `owner`: watch its kind from now on, as the watch allows."""
+        dependents.own_write(obj)
+        target = self._by_kind.get((owner.group, owner.kind))
+        if target is None or not target.watch.watch_dependent_resources:
+            return
+        watch = target.watch
+        if is_owner(info, obj, owner) or blacklisted(watch, info, obj):
+            return
+        cross = not same_namespace(info, obj, owner)
+        if cross and not watch.watch_cluster_scoped_resources:
+            return
+        dependents.ensure(info, cluster_wide=cross)
+
+
+def blacklisted(watch: Watch, info: RequestInfo, obj: Mapping[str, Any]) -> bool:
+    kind = str(obj.get("kind") or "")
+    return any(
+        (b.group, b.version, b.kind) == (info.group, info.version, kind) for b in watch.blacklist
+    )

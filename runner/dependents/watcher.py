@@ -1,0 +1,191 @@
+"""Watches of dependent resources: a change to what a role made reconciles its owner.
+
+Every kind a role writes through the proxy is watched from then on (unless the watch says
+`watchDependentResources: false` or blacklists the kind). An update (other than to `status`)
+or a deletion of such an object enqueues each primary CR it points at: through an
+ownerReference, or, when `watchClusterScopedResources` is on, through operator-sdk's
+primary-resource annotations (objects in other namespaces, cluster-scoped objects).
+
+The watch itself is a plain list+watch stream with bookmarks; a 410 Gone relists and compares.
+Only a fingerprint per object (a hash of everything but status and bookkeeping) is cached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from runner.dependents.ownership import Primary, RequestInfo, owners_of
+from runner.kube.client import ApiError, AsyncUpstream
+from runner.kube.paths import resource_path
+from runner.util.logs import cr_fields
+
+log = logging.getLogger("runner.dependents")
+
+Trigger = Callable[[Primary], bool]  # True when a watched primary was enqueued
+_VOLATILE_META = ("resourceVersion", "managedFields", "generation")
+_OWN_WRITES = 4096
+
+
+@dataclass(frozen=True, order=True)
+class Kind:
+    group: str
+    version: str
+    plural: str
+    namespace: str  # "" = all namespaces (or cluster-scoped)
+
+    def path(self) -> str:
+        return resource_path(self.group, self.version, self.plural, self.namespace)
+
+
+def fingerprint(obj: Mapping[str, Any]) -> str:
+    """A hash of the object without status and bookkeeping: equal when only those changed."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_META}
+    # kind and apiVersion too: a watch event's object has them, a list's items do not
+    rest = {k: v for k, v in obj.items() if k not in ("status", "metadata", "kind", "apiVersion")}
+    text = json.dumps({"metadata": meta, **rest}, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+class DependentWatches:
+    def __init__(self, upstream: AsyncUpstream, trigger: Trigger, namespaces: list[str]) -> None:
+        self.upstream = upstream
+        self.trigger = trigger
+        self.namespaces = namespaces
+        self._tasks: dict[Kind, asyncio.Task[None]] = {}
+        self._stopped = False
+        # (uid, resourceVersion) of what roles wrote through the proxy: the watch events of
+        # a role's own writes do not call for another reconcile of its owner.
+        self._own: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+    def own_write(self, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        if all(key):
+            self._own[key] = None
+            while len(self._own) > _OWN_WRITES:
+                self._own.popitem(last=False)
+
+    def _is_own(self, obj: Mapping[str, Any]) -> bool:
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        if key in self._own:
+            del self._own[key]
+            return True
+        return False
+
+    def ensure(self, info: RequestInfo, cluster_wide: bool) -> None:
+        """Watch `info`'s kind (in the watched namespaces, or everywhere when `cluster_wide`)."""
+        if self._stopped:
+            return
+        scopes = (
+            [""]
+            if cluster_wide or not self.namespaces or not info.namespace
+            else list(self.namespaces)
+        )
+        for namespace in scopes:
+            kind = Kind(info.group, info.version, info.plural, namespace)
+            if kind not in self._tasks:
+                log.info(
+                    "watching dependent %s%s", kind.path(), "" if namespace else " (all namespaces)"
+                )
+                self._tasks[kind] = asyncio.create_task(self._watch(kind), name=f"dep {kind}")
+
+    async def stop(self) -> None:
+        self._stopped = True
+        for task in self._tasks.values():
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+
+    async def _watch(self, kind: Kind) -> None:
+        seen: dict[tuple[str, str], str] = {}
+        delay = 1.0
+        while True:
+            try:
+                version = await self._relist(kind, seen)
+                delay = 1.0
+                await self._stream(kind, seen, version)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # network trouble, 410 Gone, ...: relist after a pause
+                log.info("dependent watch %s restarts: %s", kind.path(), err)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+
+    async def _relist(self, kind: Kind, seen: dict[tuple[str, str], str]) -> str:
+        async with self.upstream.session.get(
+            self.upstream.url(kind.path()), headers=self.upstream.auth_headers()
+        ) as response:
+            body = await response.read()
+            if response.status != 200:
+                raise ApiError(response.status, response.reason or "", body.decode())
+            listing = json.loads(body)
+        fresh = {_key(o): fingerprint(o) for o in listing.get("items") or []}
+        if seen:  # a relist after a broken stream: what changed meanwhile counts
+            for key in set(seen) | set(fresh):
+                if seen.get(key) != fresh.get(key):
+                    match = next((o for o in listing.get("items") or [] if _key(o) == key), None)
+                    if match is not None:
+                        self._changed(match)
+        seen.clear()
+        seen.update(fresh)
+        return str((listing.get("metadata") or {}).get("resourceVersion") or "")
+
+    async def _stream(self, kind: Kind, seen: dict[tuple[str, str], str], version: str) -> None:
+        url = self.upstream.url(
+            f"{kind.path()}?watch=1&allowWatchBookmarks=true&resourceVersion={version}"
+            "&timeoutSeconds=300"
+        )
+        async with self.upstream.session.get(url, headers=self.upstream.auth_headers()) as resp:
+            if resp.status != 200:
+                raise ApiError(resp.status, resp.reason or "", (await resp.read()).decode())
+            async for line in resp.content:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                kind_of_event, obj = event.get("type"), event.get("object") or {}
+                if kind_of_event == "ERROR":
+                    raise ApiError(
+                        int(obj.get("code") or 500), str(obj.get("reason")), json.dumps(obj)
+                    )
+                if kind_of_event == "BOOKMARK":
+                    continue
+                key = _key(obj)
+                if kind_of_event == "DELETED":
+                    seen.pop(key, None)
+                    self._changed(obj)
+                    continue
+                new = fingerprint(obj)
+                if seen.get(key) != new:
+                    previous = seen.get(key)
+                    seen[key] = new
+                    if self._is_own(obj):
+                        continue
+                    if previous is not None or kind_of_event == "MODIFIED":
+                        self._changed(obj)
+
+    def _changed(self, obj: Mapping[str, Any]) -> None:
+        namespace, name = _key(obj)
+        for primary in owners_of(obj):
+            if not self.trigger(primary):
+                continue  # not a CR of ours (a ReplicaSet owning a Pod), or gone
+            log.info(
+                "dependent %s %s changed: reconciling %s %s/%s",
+                obj.get("kind"),
+                f"{namespace}/{name}" if namespace else name,
+                primary.kind,
+                primary.namespace,
+                primary.name,
+                extra=cr_fields(primary.kind, primary.namespace or None, primary.name),
+            )

@@ -1,0 +1,233 @@
+"""The Kubernetes API, at the edge: requests are built as plain values, then sent.
+
+As in lightkube, building a request (`Request`, pure, unit-tested) is separate from sending it
+(`KubeClient`, the only code in the runner besides kopf that talks to the API server). The
+credentials come from runner/kube/credentials.py (in-cluster service account or kubeconfig, read
+without the `kubernetes` package, which is imported only for exec plugins and auth-providers);
+requests go through a urllib3 connection pool, the blocking calls in a thread so the event loop
+never waits on the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+import urllib3
+
+from runner import __version__
+from runner.kube.credentials import Credentials
+from runner.kube.paths import resource_path
+from runner.kube.resources import ObjectRef, Resource
+
+JSON = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+USER_AGENT = f"operator-runner/{__version__}"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One HTTP request to the API server, not yet sent."""
+
+    method: str
+    path: str
+    params: Mapping[str, str] = field(default_factory=dict)
+    body: Any = None
+    content_type: str = "application/json"
+
+    @property
+    def url_path(self) -> str:
+        return f"{self.path}?{urlencode(dict(self.params))}" if self.params else self.path
+
+
+class ApiError(Exception):
+    """A non-2xx answer of the API server."""
+
+    def __init__(self, status: int, reason: str, body: str) -> None:
+        self.status = status
+        self.reason = reason
+        self.body = body
+        try:
+            self.message = str(json.loads(body).get("message", body))
+        except ValueError:
+            self.message = body
+        super().__init__(f"{status} {reason}: {self.message}")
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+
+# --- building requests (pure) -------------------------------------------------------------
+
+
+def object_path(
+    resource: Resource,
+    namespace: str | None,
+    name: str | None = None,
+    subresource: str | None = None,
+) -> str:
+    scope = namespace if resource.namespaced else None
+    return resource_path(
+        resource.group, resource.version, resource.plural, scope, name, subresource
+    )
+
+
+def get_object(ref: ObjectRef) -> Request:
+    return Request("GET", object_path(ref.resource, ref.namespace, ref.name))
+
+
+def patch_status(ref: ObjectRef, status: JSON) -> Request:
+    """Merge-patch `status` through the status subresource: keys not named stay as they are."""
+    return Request(
+        "PATCH",
+        object_path(ref.resource, ref.namespace, ref.name, "status"),
+        body={"status": status},
+        content_type=MERGE_PATCH,
+    )
+
+
+def set_finalizers(ref: ObjectRef, finalizers: list[str], resource_version: str) -> Request:
+    """Replace metadata.finalizers, guarded by resourceVersion (409 when the object moved on)."""
+    return Request(
+        "PATCH",
+        object_path(ref.resource, ref.namespace, ref.name),
+        body={"metadata": {"finalizers": finalizers, "resourceVersion": resource_version}},
+        content_type=MERGE_PATCH,
+    )
+
+
+def create_event(namespace: str, event: JSON) -> Request:
+    return Request("POST", resource_path("", "v1", "events", namespace), body=event)
+
+
+def patch_event(namespace: str, name: str, patch: JSON) -> Request:
+    return Request(
+        "PATCH",
+        resource_path("", "v1", "events", namespace, name),
+        body=patch,
+        content_type=MERGE_PATCH,
+    )
+
+
+# Leases (coordination.k8s.io/v1), for leader election (runner/app/leader.py).
+
+
+def lease_path(namespace: str, name: str | None = None) -> str:
+    return resource_path("coordination.k8s.io", "v1", "leases", namespace, name)
+
+
+def get_lease(namespace: str, name: str) -> Request:
+    return Request("GET", lease_path(namespace, name))
+
+
+def create_lease(namespace: str, lease: JSON) -> Request:
+    """Create a Lease (409 when one of that name exists already)."""
+    return Request("POST", lease_path(namespace), body=lease)
+
+
+def replace_lease(namespace: str, name: str, lease: JSON) -> Request:
+    """Replace a Lease; its metadata.resourceVersion makes it fail with 409 if it moved on."""
+    return Request("PUT", lease_path(namespace, name), body=lease)
+
+
+# --- sending requests ---------------------------------------------------------------------
+
+
+class KubeClient:
+    """Sends `Request`s with the operator's credentials."""
+
+    def __init__(self, credentials: Credentials) -> None:
+        self.credentials = credentials
+        self.host = credentials.server.rstrip("/")
+        tls: dict[str, Any] = {}
+        if self.host.startswith("https"):
+            tls["ssl_context"] = credentials.ssl_context()
+            if credentials.tls_server_name:
+                tls["server_hostname"] = credentials.tls_server_name
+        self._pool = urllib3.PoolManager(maxsize=16, **tls)
+
+    def close(self) -> None:
+        self._pool.clear()
+
+    def send_sync(self, request: Request, timeout: float = 30.0) -> Any:
+        headers = {
+            "Content-Type": request.content_type,
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+        }
+        authorization = self.credentials.authorization()
+        if authorization:
+            headers["Authorization"] = authorization
+        url = self.host + request.url_path
+        body = None if request.body is None else json.dumps(request.body)
+        response = self._pool.request(
+            request.method, url, body=body, headers=headers, timeout=timeout, retries=False
+        )
+        text = response.data.decode("utf-8", "replace")
+        if not 200 <= response.status < 300:
+            raise ApiError(response.status, response.reason or "", text)
+        return json.loads(text) if text else None
+
+    async def send(self, request: Request, timeout: float = 30.0) -> Any:
+        return await asyncio.to_thread(self.send_sync, request, timeout)
+
+    async def send_or_none(self, request: Request, timeout: float = 30.0) -> Any:
+        """`send`, with None when the object is gone (404): the one place that means so."""
+        try:
+            return await self.send(request, timeout)
+        except ApiError as err:
+            if err.not_found:
+                return None
+            raise
+
+    async def get_or_none(self, ref: ObjectRef) -> dict[str, Any] | None:
+        """The object as the API server has it now, or None when it is gone."""
+        obj: dict[str, Any] | None = await self.send_or_none(get_object(ref))
+        return obj
+
+
+class AsyncUpstream:
+    """An aiohttp session to the API server with the operator's credentials.
+
+    For what must stream or stay on the event loop: the roles' proxy and dependent watches.
+    The Authorization header is taken from the credentials on every request, so in-cluster token
+    rotation (and exec plugins' refresh) keeps working.
+    """
+
+    def __init__(self, credentials: Credentials) -> None:
+        self.credentials = credentials
+        self.host: str = credentials.server.rstrip("/")
+        self.ssl = credentials.ssl_context() if self.host.startswith("https") else False
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                auto_decompress=False,
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+                connector=aiohttp.TCPConnector(ssl=self.ssl, limit=64),
+            )
+        return self._session
+
+    def auth_headers(self) -> dict[str, str]:
+        authorization = self.credentials.authorization()
+        return {"Authorization": authorization} if authorization else {}
+
+    def url(self, path_qs: str) -> str:
+        return self.host + path_qs
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()

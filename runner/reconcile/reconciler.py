@@ -1,0 +1,322 @@
+"""One reconcile of one CR: read it as it is now, run its role, report the outcome.
+
+Level-triggered, as in controller-runtime: whatever event queued the key, a reconcile starts
+from the object as the API server has it now. The flow, for a CR of a watch:
+
+1. GET the object; gone -> forget it (artifacts removed), done.
+2. Deleted (deletionTimestamp): run the finalizer if ours is on it, remove it on success.
+3. Otherwise make sure our finalizer is on it (when the watch has one), mark `Running`,
+   run the role, read the object again, and write `Successful` or `Failure` on it.
+4. Tell the worker when to come back: requeue_after from the role, backoff after a failure,
+   the reconcile period otherwise (none when it is 0).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from runner.ansible.artifacts import Artifacts
+from runner.ansible.interface import LogEvents, RunRequest, RunResult, Runs, role_playbook_text
+from runner.ansible.results import RunSummary
+from runner.dependents.ownership import Owner, owner_of
+from runner.kube import client as kube
+from runner.kube.client import KubeClient
+from runner.kube.resources import ObjectRef
+from runner.reconcile import annotations as cr_annotations
+from runner.reconcile import conditions, extravars
+from runner.reconcile.ansible_result import AnsibleResult
+from runner.reconcile.recorder import EventRecorder
+from runner.util.logs import cr_fields
+from runner.watches import Watch
+
+log = logging.getLogger("runner.reconcile")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of the reconciles of one watch, from flags, environment and watches.yaml."""
+
+    reconcile_period: float | None  # seconds; None or 0 = no periodic resync
+    verbosity: int = 0
+    ansible_args: tuple[str, ...] = ()
+    log_events: LogEvents = LogEvents.TASKS
+
+
+@dataclass
+class Outcome:
+    """What the worker does next with the key."""
+
+    requeue_after: float | None = None
+    failed: bool = False
+    forget: bool = False
+    detail: str = ""
+    # for metrics: failed Ansible tasks; errored = could not complete (no result, bad annotation)
+    failed_tasks: int = 0
+    errored: bool = False
+
+
+@dataclass
+class _Run:
+    obj: dict[str, Any]
+    finalizing: bool
+    result: RunResult | None = None
+    error: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def cr_log_fields(ref: ObjectRef) -> dict[str, Any]:
+    return cr_fields(ref.resource.kind, ref.namespace, ref.name)
+
+
+def cr_env(ref: ObjectRef) -> dict[str, str]:
+    """Names of the CR being reconciled, for modules that default to it (k8s_status)."""
+    return {
+        "OPERATOR_RUNNER_CR_API_VERSION": ref.resource.api_version,
+        "OPERATOR_RUNNER_CR_KIND": ref.resource.kind,
+        "OPERATOR_RUNNER_CR_PLURAL": ref.resource.plural,
+        "OPERATOR_RUNNER_CR_NAME": ref.name,
+        "OPERATOR_RUNNER_CR_NAMESPACE": ref.namespace or "",
+    }
+
+
+class RunAccess(Protocol):
+    """How a run reaches the API: runner.dependents.proxy.Proxy (a kubeconfig per run)."""
+
+    def run_env(self, owner: Owner) -> AbstractContextManager[dict[str, str]]: ...
+
+
+class Reconciler:
+    """Reconciles the CRs of one watch."""
+
+    def __init__(
+        self,
+        watch: Watch,
+        options: Options,
+        client: KubeClient,
+        executor: Runs,
+        artifacts: Artifacts,
+        recorder: EventRecorder,
+        proxy: RunAccess | None = None,
+    ) -> None:
+        self.proxy = proxy
+        self.watch = watch
+        self.options = options
+        self.client = client
+        self.executor = executor
+        self.artifacts = artifacts
+        self.recorder = recorder
+        self._playbooks: dict[bool, Path] = {}
+
+    # -- the flow ---------------------------------------------------------------------------
+
+    async def reconcile(self, ref: ObjectRef) -> Outcome:
+        obj = await self._get(ref)
+        if obj is None:
+            self.artifacts.remove(ref)
+            return Outcome(forget=True, detail="gone")
+        meta = obj.get("metadata") or {}
+        annotations: dict[str, str] = meta.get("annotations") or {}
+        finalizer = self.watch.finalizer.name if self.watch.finalizer else None
+        finalizers: list[str] = list(meta.get("finalizers") or [])
+        deleting = bool(meta.get("deletionTimestamp"))
+
+        if deleting and (finalizer is None or finalizer not in finalizers):
+            return Outcome(detail="being deleted, nothing of ours to finalize")
+        try:
+            period = cr_annotations.reconcile_period(annotations, self.options.reconcile_period)
+            verbosity = cr_annotations.verbosity(annotations)
+            keep = cr_annotations.max_artifacts(annotations, self.watch.max_runner_artifacts)
+        except ValueError as err:
+            await self._report_error(ref, obj, f"{err}; fix or remove the annotation")
+            return Outcome(failed=True, detail=str(err), errored=True)
+
+        if finalizer and not deleting and finalizer not in finalizers:
+            obj = await self._add_finalizer(ref, obj, finalizer)
+        if not deleting:
+            obj = await self._write_status(ref, obj, conditions.running)
+
+        run = _Run(obj=obj, finalizing=deleting)
+        run.result = await self._execute(ref, run, verbosity, keep)
+        return await self._finish(ref, run, period, finalizer)
+
+    async def _finish(
+        self, ref: ObjectRef, run: _Run, period: float | None, finalizer: str | None
+    ) -> Outcome:
+        assert run.result is not None
+        result = run.result
+        summary = result.summary
+        now_obj = await self._get(ref)
+        if now_obj is None:
+            self.artifacts.remove(ref)
+            return Outcome(forget=True, detail="gone after the run")
+        if not summary.finished:
+            message = (
+                f"the Ansible run ended without a result (ansible-runner status {result.status}, "
+                f"rc {result.rc}); last output: {result.stdout_tail or '(none)'}"
+            )
+            await self._report_error(ref, now_obj, message)
+            return Outcome(failed=True, detail=message, errored=True)
+        if summary.failures or result.status != "successful":
+            await self._report_failure(ref, now_obj, result, run.finalizing)
+            return Outcome(
+                failed=True,
+                detail="; ".join(summary.failures),
+                failed_tasks=len(summary.failures),
+            )
+
+        meta = now_obj.get("metadata") or {}
+        if run.finalizing and finalizer:
+            await self._remove_finalizer(ref, now_obj, finalizer)
+            await self.recorder.emit(now_obj, "Normal", "Finalized", f"finalizer {finalizer} ran")
+            return Outcome(detail="finalized")
+        was_failing = _is_failing(now_obj)
+        await self._write_status(
+            ref, now_obj, conditions.succeeded, result=_ansible_result(summary)
+        )
+        if was_failing:
+            await self.recorder.emit(
+                now_obj, "Normal", "Reconciled", "reconciliation succeeded again"
+            )
+        if meta.get("deletionTimestamp") and finalizer in (meta.get("finalizers") or []):
+            return Outcome(requeue_after=0.0, detail="deleted during the run: finalize now")
+        if summary.requeue_after is not None:
+            return Outcome(requeue_after=summary.requeue_after, detail="requeue_after")
+        return Outcome(requeue_after=period or None, detail="successful")
+
+    # -- the run ----------------------------------------------------------------------------
+
+    async def _execute(
+        self, ref: ObjectRef, run: _Run, verbosity: int | None, keep: int
+    ) -> RunResult:
+        private = self.artifacts.private_dir(ref)
+        playbook = self._playbook(private, run.finalizing)
+        text = extravars.render_extra_vars(
+            extravars.build_extra_vars(run.obj, self.watch, finalizing=run.finalizing),
+            mark_unsafe=self.watch.mark_unsafe,
+        )
+        started = time.monotonic()
+        with self._credentials(run.obj) as credentials:
+            request = RunRequest(
+                private_dir=private,
+                ident=f"{time.time_ns()}",
+                playbook=playbook,
+                extravars_text=text,
+                verbosity=verbosity if verbosity is not None else self.options.verbosity,
+                cmdline=self.options.ansible_args,
+                rotate=keep,
+                envvars={**cr_env(ref), **credentials},
+                log_events=self.options.log_events,
+                log_extra=cr_log_fields(ref),
+            )
+            result = await self.executor.run(request)
+        log.info(
+            "ran %s in %.2f s: %s",
+            "finalizer" if run.finalizing else "reconcile",
+            time.monotonic() - started,
+            result.status,
+            extra=cr_log_fields(ref),
+        )
+        return result
+
+    def _credentials(self, obj: Mapping[str, Any]) -> AbstractContextManager[dict[str, str]]:
+        """How the run reaches the API: through the proxy (owner injection, dependent
+        watches), or, without one, with the operator's own environment."""
+        if self.proxy is None:
+            return nullcontext({})
+        return self.proxy.run_env(owner_of(obj))
+
+    def _playbook(self, private: Path, finalizing: bool) -> Path:
+        """The playbook of a run: the watch's (or finalizer's), or one that runs its role."""
+        fin = self.watch.finalizer
+        role, playbook = self.watch.role, self.watch.playbook
+        if finalizing and fin and (fin.role or fin.playbook):
+            role, playbook = fin.role, fin.playbook
+        if playbook is not None:
+            return Path(playbook)
+        assert role is not None
+        path = private / "project" / ("finalizer.yml" if finalizing else "main.yml")
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True, mode=0o700)
+            path.write_text(role_playbook_text(role), encoding="utf-8")
+        return path
+
+    # -- reporting --------------------------------------------------------------------------
+
+    async def _report_failure(
+        self, ref: ObjectRef, obj: dict[str, Any], result: RunResult, finalizing: bool
+    ) -> None:
+        summary = result.summary
+        messages = summary.failures or [f"ansible-runner status {result.status}"]
+        what = "finalizer" if finalizing else "reconciliation"
+        log.warning("%s failed: %s", what, "; ".join(messages), extra=cr_log_fields(ref))
+        await self._write_status(
+            ref, obj, conditions.failed, messages=messages, result=_ansible_result(summary)
+        )
+        reason = "FinalizerFailed" if finalizing else "ReconcileFailed"
+        await self.recorder.emit(obj, "Warning", reason, "\n".join(messages))
+
+    async def _report_error(self, ref: ObjectRef, obj: dict[str, Any], message: str) -> None:
+        log.warning("reconciliation failed: %s", message, extra=cr_log_fields(ref))
+        await self._write_status(ref, obj, conditions.errored, message=message)
+        await self.recorder.emit(obj, "Warning", "ReconcileFailed", message)
+
+    # -- API calls --------------------------------------------------------------------------
+
+    async def _get(self, ref: ObjectRef) -> dict[str, Any] | None:
+        return await self.client.get_or_none(ref)
+
+    async def _write_status(
+        self,
+        ref: ObjectRef,
+        obj: dict[str, Any],
+        transition: Callable[..., dict[str, Any]],
+        **details: Any,
+    ) -> dict[str, Any]:
+        """Apply a `conditions` transition (running, succeeded, failed, errored) with its
+        `details`, and patch the conditions when they changed; nothing without manageStatus."""
+        if not self.watch.manage_status:
+            return obj
+        meta = obj.get("metadata") or {}
+        old = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        generation = int(meta.get("generation") or 0)
+        new = transition(old, generation=generation, now=datetime.now(UTC), **details)
+        if not conditions.status_changed(old, new):
+            return obj
+        patched: dict[str, Any] | None = await self.client.send_or_none(
+            kube.patch_status(ref, {"conditions": new.get("conditions", [])})
+        )
+        return obj if patched is None else patched
+
+    async def _add_finalizer(
+        self, ref: ObjectRef, obj: dict[str, Any], finalizer: str
+    ) -> dict[str, Any]:
+        meta = obj["metadata"]
+        finalizers = [*(meta.get("finalizers") or []), finalizer]
+        patched: dict[str, Any] = await self.client.send(
+            kube.set_finalizers(ref, finalizers, meta["resourceVersion"])
+        )
+        return patched
+
+    async def _remove_finalizer(self, ref: ObjectRef, obj: dict[str, Any], finalizer: str) -> None:
+        meta = obj["metadata"]
+        finalizers = [f for f in meta.get("finalizers") or [] if f != finalizer]
+        await self.client.send_or_none(
+            kube.set_finalizers(ref, finalizers, meta["resourceVersion"])
+        )
+
+
+def _ansible_result(summary: RunSummary) -> AnsibleResult:
+    return AnsibleResult.from_stats_event(summary.stats or {}, created=summary.stats_created)
+
+
+def _is_failing(obj: Mapping[str, Any]) -> bool:
+    status = obj.get("status")
+    failure = conditions.find_condition(status if isinstance(status, dict) else None, "Failure")
+    return bool(failure and failure.get("status") == "True")

@@ -1,0 +1,1 @@
+"""Util: small shared things that depend on nothing else in the runner."""

@@ -1,0 +1,88 @@
+"""The watches.yaml model: what one entry says, validated and resolved."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from runner.kube.paths import api_version
+
+DEFAULT_MAX_RUNNER_ARTIFACTS: Final = 20
+
+
+class WatchesError(ValueError):
+    """watches.yaml cannot be used; the message says where, what and how to fix it."""
+
+
+@dataclass(frozen=True)
+class GVK:
+    """A Kubernetes group/version/kind; ``group`` is ``""`` for core resources."""
+
+    group: str
+    version: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        """``group/version``, or just ``version`` for the core group."""
+        return api_version(self.group, self.version)
+
+    def __str__(self) -> str:
+        return f"{self.api_version}, Kind={self.kind}"
+
+
+@dataclass(frozen=True)
+class Finalizer:
+    """What to run when a watched resource carrying finalizer ``name`` is deleted.
+
+    ``role``/``playbook`` both ``None`` means: run the watch's own role or playbook,
+    with ``vars`` on top of the usual extra vars.
+    """
+
+    name: str
+    role: str | None = None
+    playbook: Path | None = None
+    vars: dict[str, Any] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One entry of watches.yaml, validated, with its role or playbook located.
+
+    ``role`` is an absolute directory path, or a collection role's FQCN
+    (``ns.coll.role``, see :attr:`is_collection_role`).  ``reconcile_period`` is in
+    seconds: ``None`` = not set in the file (use the CLI default), ``0.0`` = no
+    periodic reconciliation.  ``selector`` is a metav1.LabelSelector as a dict with
+    ``matchLabels`` and/or ``matchExpressions``; empty selects everything.
+    """
+
+    gvk: GVK
+    role: str | None = None
+    playbook: Path | None = None
+    vars: dict[str, Any] = field(default_factory=dict, hash=False)
+    reconcile_period: float | None = None
+    manage_status: bool = True
+    watch_dependent_resources: bool = True
+    watch_cluster_scoped_resources: bool = False
+    snake_case_parameters: bool = True
+    watch_annotations_changes: bool = False
+    mark_unsafe: bool = True
+    selector: dict[str, Any] = field(default_factory=dict, hash=False)
+    blacklist: tuple[GVK, ...] = ()
+    finalizer: Finalizer | None = None
+    max_runner_artifacts: int = DEFAULT_MAX_RUNNER_ARTIFACTS
+
+    @property
+    def is_collection_role(self) -> bool:
+        """True when :attr:`role` is a collection FQCN rather than a directory."""
+        return self.role is not None and not os.path.isabs(self.role)
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """The watches of a file, in file order, and the warnings met while reading it."""
+
+    watches: list[Watch]
+    warnings: list[str]

@@ -1,0 +1,23 @@
+"""What every integration test uses: the operator launcher and `Env`, namespaces, waits."""
+
+from .env import CrKind, Env, completion, or_none
+from .namespaces import namespace, temporary_namespace
+from .operator import PROJECT, RunningOperator, condition, crd, install_crd, launch, operator
+from .waiting import wait_for
+
+__all__ = [
+    "PROJECT",
+    "CrKind",
+    "Env",
+    "RunningOperator",
+    "completion",
+    "condition",
+    "crd",
+    "install_crd",
+    "launch",
+    "namespace",
+    "operator",
+    "or_none",
+    "temporary_namespace",
+    "wait_for",
+]

@@ -1,0 +1,167 @@
+"""Run the real operator (the `operator-runner` console script) against the test cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from ..conftest import Cluster
+from .waiting import wait_for
+
+PROJECT = Path(__file__).resolve().parent / "project"
+
+
+class RunningOperator:
+    def __init__(self, proc: subprocess.Popen[bytes], log_path: Path, artifacts: Path) -> None:
+        self.proc = proc
+        self.log_path = log_path
+        self.artifacts = artifacts
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        lines = []
+        for raw in self.log_path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                lines.append(json.loads(raw))
+            except ValueError:
+                lines.append({"msg": raw})
+        return lines
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self, timeout: float = 60) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout)
+
+
+def launch(
+    cluster: Cluster,
+    tmp: Path,
+    *,
+    watches: Path = PROJECT / "watches.yaml",
+    namespaces: list[str] | None = None,
+    args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    max_concurrent: int = 4,
+) -> RunningOperator:
+    """Start `operator-runner run` (log and artifacts under `tmp`); the caller stops it."""
+    log_path = tmp / "operator.log"
+    artifacts = tmp / "artifacts"
+    exe = Path(sys.executable).parent / "operator-runner"
+    environ = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), **(env or {})}
+    environ["WATCH_NAMESPACE"] = ",".join(namespaces or [])
+    command = [
+        str(exe),
+        "run",
+        f"--watches-file={watches}",
+        "--log-format=json",
+        f"--artifacts-dir={artifacts}",
+        f"--max-concurrent-reconciles={max_concurrent}",
+        # no fixed ports in tests (operators may run side by side); `args` may override these
+        "--metrics-bind-address=0",
+        "--health-probe-bind-address=0",
+        *args,
+    ]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=environ, cwd=watches.parent
+        )
+    return RunningOperator(proc, log_path, artifacts)
+
+
+@contextmanager
+def operator(
+    cluster: Cluster,
+    tmp: Path,
+    *,
+    watches: Path = PROJECT / "watches.yaml",
+    namespaces: list[str] | None = None,
+    args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> Iterator[RunningOperator]:
+    """Start `operator-runner run`; stop it with SIGTERM afterwards and expect exit 0."""
+    running = launch(cluster, tmp, watches=watches, namespaces=namespaces, args=args, env=env)
+    try:
+        yield running
+    finally:
+        code = running.stop()
+        assert code == 0, f"operator exited {code}:\n{running.log_text()[-3000:]}"
+
+
+def crd(group: str, kind: str, *, status_subresource: bool = True) -> dict[str, Any]:
+    plural = kind.lower() + "s"
+    version: dict[str, Any] = {
+        "name": "v1",
+        "served": True,
+        "storage": True,
+        "schema": {
+            "openAPIV3Schema": {
+                "type": "object",
+                "properties": {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                },
+            }
+        },
+    }
+    if status_subresource:
+        version["subresources"] = {"status": {}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [version],
+        },
+    }
+
+
+def install_crd(api: client.ApiClient, definition: dict[str, Any]) -> None:
+    ext = client.ApiextensionsV1Api(api)
+    name = definition["metadata"]["name"]
+
+    def gone() -> bool:
+        try:
+            ext.read_custom_resource_definition(name)
+        except client.exceptions.ApiException as err:
+            if err.status == 404:
+                return True
+            raise
+        return False
+
+    try:
+        ext.create_custom_resource_definition(definition)
+    except client.exceptions.ApiException as err:
+        if err.status != 409:
+            raise
+        if ext.read_custom_resource_definition(name).metadata.deletion_timestamp:
+            wait_for(gone, timeout=60, what=f"the old CRD {name} to be deleted")
+            ext.create_custom_resource_definition(definition)
+
+    def established() -> bool:
+        crd_now = ext.read_custom_resource_definition(name)
+        return any(
+            c.type == "Established" and c.status == "True" for c in crd_now.status.conditions or []
+        )
+
+    wait_for(established, timeout=30, what=f"CRD {name} Established")
+
+
+def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return dict(c)
+    return None

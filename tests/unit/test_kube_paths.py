@@ -1,0 +1,49 @@
+"""runner.kube.paths: the one builder of API paths, and the request builders that use it."""
+
+from __future__ import annotations
+
+from runner.dependents.ownership import RequestInfo, parse_path
+from runner.kube import client as kube
+from runner.kube.paths import api_version, resource_path
+from runner.kube.resources import ObjectRef, Resource
+
+
+def test_api_version() -> None:
+    assert api_version("", "v1") == "v1"
+    assert api_version("apps", "v1") == "apps/v1"
+
+
+def test_core_and_group_paths() -> None:
+    assert resource_path("", "v1", "pods") == "/api/v1/pods"
+    assert resource_path("", "v1", "pods", "ns", "p") == "/api/v1/namespaces/ns/pods/p"
+    assert resource_path("apps", "v1", "deployments", "") == "/apis/apps/v1/deployments"
+    assert (
+        resource_path("x.io", "v1", "echos", "ns", "e", "status")
+        == "/apis/x.io/v1/namespaces/ns/echos/e/status"
+    )
+
+
+def test_names_are_quoted() -> None:
+    assert (
+        resource_path("", "v1", "pods", "n s", "a/b?c") == "/api/v1/namespaces/n%20s/pods/a%2Fb%3Fc"
+    )
+
+
+def test_cluster_scoped_resources_ignore_the_namespace() -> None:
+    nodes = Resource("", "v1", "nodes", "Node", namespaced=False)
+    assert kube.get_object(ObjectRef(nodes, "ns", "n1")).path == "/api/v1/nodes/n1"
+
+
+def test_status_and_leases_and_events() -> None:
+    echo = Resource("x.io", "v1", "echos", "Echo")
+    ref = ObjectRef(echo, "ns", "e")
+    assert kube.patch_status(ref, {}).path == "/apis/x.io/v1/namespaces/ns/echos/e/status"
+    assert kube.lease_path("ops", "op") == "/apis/coordination.k8s.io/v1/namespaces/ops/leases/op"
+    assert kube.create_event("ns", {}).path == "/api/v1/namespaces/ns/events"
+
+
+def test_a_parsed_path_builds_back() -> None:
+    for path in ("/apis/apps/v1/namespaces/ns/deployments/web", "/api/v1/namespaces/ns/pods/p"):
+        info = parse_path(path)
+        assert isinstance(info, RequestInfo)
+        assert info.path(info.name) == path

@@ -1,0 +1,83 @@
+"""runner.dependents.routing: which writes start dependent watches, which changes reconcile."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from runner.dependents.ownership import Owner, Primary, RequestInfo
+from runner.dependents.routing import Routes
+from runner.dependents.watcher import DependentWatches
+from runner.watches import GVK, Watch
+
+ECHO = GVK("x.io", "v1", "Echo")
+OWNER = Owner("x.io/v1", "Echo", "e", "ns", "uid-1")
+
+
+@dataclass
+class FakeTarget:
+    watch: Watch
+    enqueued: list[tuple[str, str]] = field(default_factory=list)
+
+    def enqueue_named(self, namespace: str, name: str) -> bool:
+        self.enqueued.append((namespace, name))
+        return True
+
+
+@dataclass
+class FakeDependents:
+    own: list[Any] = field(default_factory=list)
+    ensured: list[tuple[RequestInfo, bool]] = field(default_factory=list)
+
+    def own_write(self, obj: Any) -> None:
+        self.own.append(obj)
+
+    def ensure(self, info: RequestInfo, cluster_wide: bool) -> None:
+        self.ensured.append((info, cluster_wide))
+
+
+def routes(**options: Any) -> tuple[Routes, FakeTarget]:
+    target = FakeTarget(Watch(gvk=ECHO, role="/roles/echo", **options))
+    r = Routes()
+    r.add(target)
+    return r, target
+
+
+def write(r: Routes, info: RequestInfo, obj: dict[str, Any]) -> FakeDependents:
+    deps = FakeDependents()
+    r.on_write(cast(DependentWatches, deps), info, OWNER, obj)
+    return deps
+
+
+POD = RequestInfo("", "v1", "ns", "pods", "p")
+POD_OBJ = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "namespace": "ns"}}
+
+
+def test_a_write_in_the_crs_namespace_is_watched_there() -> None:
+    r, _ = routes()
+    deps = write(r, POD, POD_OBJ)
+    assert deps.own == [POD_OBJ]
+    assert deps.ensured == [(POD, False)]
+
+
+def test_no_watch_without_watch_dependent_resources_or_when_blacklisted() -> None:
+    r, _ = routes(watch_dependent_resources=False)
+    assert write(r, POD, POD_OBJ).ensured == []
+    r, _ = routes(blacklist=(GVK("", "v1", "Pod"),))
+    assert write(r, POD, POD_OBJ).ensured == []
+
+
+def test_cross_namespace_writes_need_watch_cluster_scoped_resources() -> None:
+    other = RequestInfo("", "v1", "other", "pods", "p")
+    r, _ = routes()
+    assert write(r, other, POD_OBJ).ensured == []
+    r, _ = routes(watch_cluster_scoped_resources=True)
+    assert write(r, other, POD_OBJ).ensured == [(other, True)]
+
+
+def test_triggers_reach_our_primaries_only() -> None:
+    r, target = routes()
+    assert r.trigger(Primary("x.io", "Echo", "ns", "e", via_annotation=False))
+    assert not r.trigger(Primary("apps", "ReplicaSet", "ns", "rs", via_annotation=False))
+    assert not r.trigger(Primary("x.io", "Echo", "ns", "f", via_annotation=True))
+    assert target.enqueued == [("ns", "e")]
