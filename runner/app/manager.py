@@ -21,6 +21,7 @@ from runner.ansible.executor import Executor
 from runner.ansible.interface import LogEvents
 from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
 from runner.app.kopf_import import kopf
+from runner.app.namespaces import skip_refused_namespace_scan
 from runner.app.production import Production, ProductionConfig
 from runner.control.controller import Controller, drain
 from runner.dependents.proxy import Proxy
@@ -235,6 +236,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         )
     namespaces = config.namespaces
     log.info("namespaces: %s", ", ".join(namespaces) if namespaces else "all")
+    await skip_refused_namespace_scan(client, namespaces)
     try:
         await kopf.operator(
             registry=registry,

@@ -107,6 +107,11 @@ def set_finalizers(ref: ObjectRef, finalizers: list[str], resource_version: str)
     )
 
 
+def list_namespaces(limit: int | None = None) -> Request:
+    params = {"limit": str(limit)} if limit is not None else {}
+    return Request("GET", resource_path("", "v1", "namespaces"), params)
+
+
 def create_event(namespace: str, event: JSON) -> Request:
     return Request("POST", resource_path("", "v1", "events", namespace), body=event)
 
