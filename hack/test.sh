@@ -3,7 +3,8 @@
 #
 #   1. .venv with $PYTHON (the newest supported Python found, or PYTHON=...)
 #   2. lint: ruff, mypy
-#   3. the other supported Pythons found on PATH: their own virtualenv, unit tests and mypy
+#   3. the other supported Pythons found (PATH, pyenv): their own virtualenv, unit tests and mypy,
+#      in the background beside steps 4 and 5 (their log is shown at the end)
 #   4. the local control plane's binaries (built once per machine, before any test starts), and,
 #      as root, the operator image (hack/image.sh build, cached by content hash) that
 #      tests/integration/test_image.py runs
@@ -30,6 +31,10 @@ step() { # step TITLE CMD...: one step with a header and its time in the summary
 }
 finish() {
   local rc=$?
+  if [ -n "${others_pid:-}" ] && kill -0 "$others_pid" 2>/dev/null; then # stopped early
+    pkill -TERM -P "$others_pid" 2>/dev/null || true
+    kill "$others_pid" 2>/dev/null || true
+  fi
   if [ ${#summary[@]} -gt 0 ]; then
     printf '\n==> make test: steps and their wall times\n' >&2
     printf '%s\n' "${summary[@]}" >&2
@@ -68,7 +73,24 @@ fi
 
 step "venv (Python ${main_version:-?}: $PYTHON)" hack/venv.sh "$PYTHON" .venv
 step "lint (ruff, mypy)" "$MAKE" --no-print-directory lint
-step "unit tests and mypy on the other supported Pythons" other_pythons
+# The other Pythons' checks run beside the next steps (mostly pip and waiting for the cluster's
+# tests): their output goes to a log, shown when they are done.
+others_log=.venv-others.log
+printf '\n==> unit tests and mypy on the other supported Pythons: started beside the next steps (log: %s)\n' "$others_log" >&2
+others_start=$SECONDS
+other_pythons >"$others_log" 2>&1 &
+others_pid=$!
+others_done() {
+  local rc=0
+  wait "$others_pid" || rc=$?
+  grep -E '^(venv: .* ready|unit tests and mypy on|Success:|[0-9]+ passed|no other supported)' "$others_log" >&2 || true
+  if [ $rc != 0 ]; then
+    tail -n 40 "$others_log" >&2
+    echo "the other Pythons' checks failed (exit $rc); whole log: $others_log" >&2
+    return $rc
+  fi
+  summary+=("$(printf '%6ds  %s' $((SECONDS - others_start)) "unit tests and mypy on the other supported Pythons (beside the other steps)")")
+}
 step "the local control plane's binaries" hack/build-binaries.sh
 if [ "$(id -u)" = 0 ]; then
   step "the operator image (buildah on a debootstrap base)" hack/image.sh build
@@ -76,3 +98,5 @@ else
   echo "not root: the operator image is not built and tests/integration/test_image.py is skipped" >&2
 fi
 step "integration tests and molecule on one local cluster" hack/with-cluster.sh "$here/test.sh" --on-cluster "$@"
+printf '\n==> unit tests and mypy on the other supported Pythons\n' >&2
+others_done
