@@ -59,8 +59,15 @@ other_pythons() {
   [ $found = 1 ] || echo "no other supported Python (3.11-3.13) found: only $main_version is tested" >&2
 }
 
+# Two pytest workers (one test file at a time each: files do not share CRDs or namespaces).
+# Most integration tests wait on the API server, a Lease or a role, so two overlap well even
+# on 2 CPUs. PYTEST_WORKERS=0 runs them in one process.
+PYTEST_WORKERS=${PYTEST_WORKERS:-2}
+
 on_cluster() {
-  "$BIN/pytest" tests -q -ra --durations=15 "$@"
+  local parallel=()
+  [ "$PYTEST_WORKERS" -gt 0 ] && parallel=(-n "$PYTEST_WORKERS" --dist loadfile)
+  "$BIN/pytest" tests -q -ra --durations=15 "${parallel[@]}" "$@"
   "$MAKE" --no-print-directory molecule-syntax
   env PATH="$repo/$BIN:$PATH" "$BIN/molecule" test -s default
 }
