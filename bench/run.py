@@ -42,6 +42,8 @@ import yaml
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
+from runner.ansible.collections_path import BUNDLED_COLLECTIONS
+
 from .anatomy import summarize_artifacts
 from .proctree import TreeSampler
 
@@ -128,7 +130,7 @@ def peer_env() -> dict[str, str]:
         "PATH": f"{PEER_VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
         # operator_sdk.util: operator-runner's (Galaxy is out of reach here)
-        "ANSIBLE_COLLECTIONS_PATH": str(REPO / "runner" / "collections"),
+        "ANSIBLE_COLLECTIONS_PATH": str(BUNDLED_COLLECTIONS),
         "VIRTUAL_ENV": str(PEER_VENV),
     }
 

@@ -23,13 +23,15 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from runner.ansible.collections_path import BUNDLED_COLLECTIONS
+
 from .conftest import Cluster
 from .kit import crd, wait_for
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-COLLECTIONS = REPO / "runner" / "collections"
+COLLECTIONS = BUNDLED_COLLECTIONS
 BIN = Path(sys.executable).parent
 VERSION = "v1"
 OLD_TIME = "2020-01-02T03:04:05Z"
