@@ -84,19 +84,19 @@ step "lint (ruff, mypy)" "$MAKE" --no-print-directory lint
 # tests): their output goes to a log, shown when they are done.
 others_log=.venv-others.log
 printf '\n==> unit tests and mypy on the other supported Pythons: started beside the next steps (log: %s)\n' "$others_log" >&2
-others_start=$SECONDS
-other_pythons >"$others_log" 2>&1 &
+( start=$SECONDS; other_pythons; echo "other Pythons: done in $((SECONDS - start)) s" ) >"$others_log" 2>&1 &
 others_pid=$!
 others_done() {
   local rc=0
   wait "$others_pid" || rc=$?
-  grep -E '^(venv: .* ready|unit tests and mypy on|Success:|[0-9]+ passed|no other supported)' "$others_log" >&2 || true
+  grep -E '^(venv: .* ready|unit tests and mypy on|Success:|[0-9]+ passed|no other supported|other Pythons: done)' "$others_log" >&2 || true
   if [ $rc != 0 ]; then
     tail -n 40 "$others_log" >&2
     echo "the other Pythons' checks failed (exit $rc); whole log: $others_log" >&2
     return $rc
   fi
-  summary+=("$(printf '%6ds  %s' $((SECONDS - others_start)) "unit tests and mypy on the other supported Pythons (beside the other steps)")")
+  local took; took=$(sed -n 's/^other Pythons: done in \([0-9]*\) s$/\1/p' "$others_log")
+  summary+=("$(printf '%6ss  %s' "${took:-?}" "unit tests and mypy on the other supported Pythons (beside the steps above)")")
 }
 step "the local control plane's binaries" hack/build-binaries.sh
 if [ "$(id -u)" = 0 ]; then
