@@ -14,8 +14,14 @@ PYTHON := $(or $(shell hack/find-python.sh),python3)
 endif
 VENV := .venv
 BIN := $(VENV)/bin
+# NODE=real: the local cluster gets one real node (kubelet + containerd) where Pods really run,
+# beside the kwok Nodes; its own default name, so that it and the kwok-only one never mix.
+NODE ?= kwok
+ifeq ($(NODE),real)
+CLUSTER_NAME ?= operator-runner-real
+endif
 CLUSTER_NAME ?= operator-runner
-export CLUSTER_NAME
+export CLUSTER_NAME NODE
 # kubectl: the local cluster's (hack/cluster.sh bin-dir) when built, else the one on PATH.
 KUBECTL ?= hack/kubectl.sh
 # molecule finds ansible-playbook & co on PATH.
@@ -126,16 +132,20 @@ undeploy: ## Remove what `make deploy` made, except the CRDs and the CRs (`make 
 ##@ Local cluster
 
 .PHONY: binaries
-binaries: ## Build the control plane's binaries once per machine (cached outside the repo; progress on the way).
-	@hack/build-binaries.sh >/dev/null
+binaries: ## Build the control plane's binaries once per machine (cached outside the repo; progress on the way); NODE=real adds kubelet and kube-proxy.
+	@hack/build-binaries.sh $(if $(filter real,$(NODE)),--node) >/dev/null
 
 .PHONY: cluster
-cluster: ## Create the local cluster (or reuse it) and print how to use it.
+cluster: ## Create the local cluster (or reuse it) and print how to use it; NODE=real adds a real node (root; Pods really run).
 	@hack/cluster.sh up $(CLUSTER_NAME)
 
 .PHONY: cluster-down
-cluster-down: ## Delete the local cluster.
+cluster-down: ## Delete the local cluster (NODE=real: the real-node one, its host changes undone).
 	@hack/cluster.sh down $(CLUSTER_NAME)
+
+.PHONY: node-images
+node-images: ## Build the real node's images (busybox, pause, the EchoFlask app) without a registry; cached by content hash.
+	@hack/node-images.sh build >/dev/null
 
 .PHONY: kubeconfig
 kubeconfig: ## Print the path of the local cluster's kubeconfig.
