@@ -146,9 +146,10 @@ import() {
   [ -f "$LAYOUT/index.json" ] || die "no images built yet: run hack/node-images.sh build"
   tar -C "$LAYOUT" -cf - . | ctr --address "$socket" -n k8s.io images import --all-platforms - >"$OUT/logs/import.log" 2>&1 \
     || { cat "$OUT/logs/import.log" >&2; die "ctr images import failed"; }
-  local name
+  local name have
+  have=$(ctr --address "$socket" -n k8s.io images ls -q) # (not piped into grep -q: pipefail)
   for name in $(list); do
-    ctr --address "$socket" -n k8s.io images ls -q | grep -qxF "$name" || die "$name is not in containerd after the import; log: $OUT/logs/import.log"
+    grep -qxF "$name" <<<"$have" || die "$name is not in containerd after the import; log: $OUT/logs/import.log"
   done
   say "images imported into containerd in $(elapsed $((SECONDS - start))): $(list | tr '\n' ' ')"
 }

@@ -169,7 +169,7 @@ restore_iptables() {
     [ "$(normalize_iptables <($save))" = "$(normalize_iptables "$before")" ] && continue
     # Tables that did not exist before: deleted (iptables-nft keeps empty tables otherwise).
     for table in "${IPTABLES_TABLES[@]}"; do
-      if ! grep -q "^\*$table\$" "$before" && $save -t "$table" 2>/dev/null | grep -q "^\*$table"; then
+      if ! grep -q "^\*$table\$" "$before" && $save -t "$table" 2>/dev/null | grep "^\*$table" >/dev/null; then
         nft delete table "$family" "$table" 2>/dev/null \
           || { "${family/ip6/ip6}tables" -t "$table" -F 2>/dev/null; "${family/ip6/ip6}tables" -t "$table" -X 2>/dev/null; } || true
       fi
@@ -291,7 +291,8 @@ EOF
 # the node IP; kube-apiserver reloads its serving certificate when the file changes.
 serving_cert_with_service_ip() {
   local pki=$1 server=$2 sans hostport
-  openssl x509 -in "$pki/admin.crt" -noout -ext subjectAltName 2>/dev/null | grep -q "IP Address:$SERVICE_IP" && return 0
+  # (grep without -q: under pipefail, grep -q's early exit can fail the pipeline)
+  openssl x509 -in "$pki/admin.crt" -noout -ext subjectAltName 2>/dev/null | grep "IP Address:$SERVICE_IP" >/dev/null && return 0
   sans=$(openssl x509 -in "$pki/admin.crt" -noout -ext subjectAltName | tail -n +2 | tr -d ' ' | sed 's/IPAddress:/IP:/g')
   sans="$sans,IP:$SERVICE_IP,IP:$NODE_IP"
   local subject
@@ -363,7 +364,7 @@ up() {
   if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
     ip link add "$BRIDGE" type bridge
   fi
-  ip addr show dev "$BRIDGE" | grep -q "inet $NODE_IP/" || ip addr add "$NODE_IP/${POD_CIDR#*/}" dev "$BRIDGE"
+  ip addr show dev "$BRIDGE" | grep "inet $NODE_IP/" >/dev/null || ip addr add "$NODE_IP/${POD_CIDR#*/}" dev "$BRIDGE"
   ip link set "$BRIDGE" up
   cat >"$RUN/cni/net.d/10-operator-runner.conflist" <<EOF
 {
