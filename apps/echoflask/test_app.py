@@ -7,6 +7,7 @@ the image build, against the image's own Flask, where there is no pytest).
 from __future__ import annotations
 
 import os
+import signal
 import unittest
 from datetime import datetime
 from unittest import mock
@@ -54,6 +55,20 @@ class EchoTest(unittest.TestCase):
 
     def test_unknown_path_is_404(self) -> None:
         self.assertEqual(self.client.get("/nope").status_code, 404)
+
+
+class SigtermTest(unittest.TestCase):
+    def test_sigterm_exits_cleanly(self) -> None:
+        previous = signal.getsignal(signal.SIGTERM)
+        try:
+            echoflask.exit_on_sigterm()
+            handler = signal.getsignal(signal.SIGTERM)
+            self.assertTrue(callable(handler))
+            with self.assertRaises(SystemExit) as exited:
+                handler(signal.SIGTERM, None)  # type: ignore[operator]
+            self.assertEqual(exited.exception.code, 0)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":
