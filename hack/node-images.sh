@@ -8,7 +8,11 @@
 #   hack/node-images.sh build          build what is missing or changed, print the OCI layout
 #   hack/node-images.sh check          print the OCI layout when all are built from the current
 #                                      inputs, else say which are not and fail (no build)
-#   hack/node-images.sh import SOCKET  import them all into the containerd of SOCKET (k8s.io)
+#   hack/node-images.sh add IMAGE      add an image of hack/image.sh's buildah storage (the
+#                                      operator image of `make image`) to the layout
+#   hack/node-images.sh import SOCKET [IMAGE...]
+#                                      import the layout into the containerd of SOCKET (k8s.io);
+#                                      check that the three and each IMAGE are there
 #   hack/node-images.sh pause-name     print the pause image's name (containerd's sandbox_image)
 #   hack/node-images.sh list           print the names
 #
@@ -62,10 +66,15 @@ import json, os, sys
 path, tag, name = sys.argv[1:4]
 with open(path, encoding="utf-8") as f:
     index = json.load(f)
+kept = []
 for desc in index["manifests"]:
     notes = desc.setdefault("annotations", {})
     if notes.get("org.opencontainers.image.ref.name") == tag:
         notes["io.containerd.image.name"] = name
+    elif notes.get("io.containerd.image.name") == name or not notes:
+        continue  # the previous build of NAME (the push took its ref.name away): dropped
+    kept.append(desc)
+index["manifests"] = kept
 with open(path + ".tmp", "w", encoding="utf-8") as f:
     json.dump(index, f)
 os.replace(path + ".tmp", path)
@@ -141,17 +150,28 @@ build() {
   echo "$LAYOUT"
 }
 
+add() { # add IMAGE: an image of the buildah storage into the layout (re-pushed when it changed)
+  local name=${1:?usage: add IMAGE} id
+  id=$(bah inspect --type image --format '{{.FromImageID}}' "$name" 2>/dev/null) \
+    || die "image $name is not in hack/image.sh's buildah storage ($IMAGE_CACHE/storage); build it with 'make image' (hack/image.sh build)"
+  mkdir -p "$OUT/logs"
+  exec 8>"$IMAGE_CACHE/lock"
+  flock 8
+  built "$name" "$id" || publish "$name" "$id"
+}
+
 import() {
-  local socket=${1:?usage: import SOCKET} start=$SECONDS
+  local socket=${1:?usage: import SOCKET [IMAGE...]} start=$SECONDS
+  shift
   [ -f "$LAYOUT/index.json" ] || die "no images built yet: run hack/node-images.sh build"
   tar -C "$LAYOUT" -cf - . | ctr --address "$socket" -n k8s.io images import --all-platforms - >"$OUT/logs/import.log" 2>&1 \
     || { cat "$OUT/logs/import.log" >&2; die "ctr images import failed"; }
   local name have
   have=$(ctr --address "$socket" -n k8s.io images ls -q) # (not piped into grep -q: pipefail)
-  for name in $(list); do
+  for name in $(list) "$@"; do
     grep -qxF "$name" <<<"$have" || die "$name is not in containerd after the import; log: $OUT/logs/import.log"
   done
-  say "images imported into containerd in $(elapsed $((SECONDS - start))): $(list | tr '\n' ' ')"
+  say "images imported into containerd in $(elapsed $((SECONDS - start))): $(list | tr '\n' ' ')$*"
 }
 
 flask_key() { { echo "$1"; files_hash "$APP_SRC"; recipe_hash build_flask; } | sha256sum | cut -c1-16; }
@@ -172,8 +192,9 @@ cmd=${1:-}
 case $cmd in
   build) build ;;
   check) check ;;
+  add) add "$@" ;;
   import) import "$@" ;;
   pause-name) pause_name ;;
   list) list ;;
-  *) die "usage: $0 build | check | import SOCKET | pause-name | list" ;;
+  *) die "usage: $0 build | check | add IMAGE | import SOCKET [IMAGE...] | pause-name | list" ;;
 esac

@@ -9,6 +9,10 @@
 #                                       join the real node to cluster NAME (idempotent: reused
 #                                       when it is up for NAME)
 #   hack/real-node.sh down [NAME]       stop the node and undo every host change it made
+#   hack/real-node.sh load-image [IMAGE]
+#                                       put IMAGE (default: the operator image, built by
+#                                       hack/image.sh build when missing) into the running node's
+#                                       containerd; print its name (make deploy NODE=real)
 #   hack/real-node.sh owner             print the cluster that the real node is up for, if any
 #   hack/real-node.sh state-dir         print the node's state folder
 #
@@ -574,6 +578,19 @@ teardown() { # stop everything and restore the host; the lock must be held or fr
   rm -rf "$RUN" "$HOST" "$STATE/owner"
 }
 
+load_image() { # load_image [IMAGE]
+  local image=${1:-}
+  if [ ! -S "$RUN/containerd.sock" ] || [ -z "$(node_pids)" ]; then
+    die "no real node is up; make cluster NODE=real first"
+  fi
+  if [ -z "$image" ]; then
+    image=$("$here/image.sh" build | tail -n 1) || die "building the operator image failed (hack/image.sh build)"
+  fi
+  "$here/node-images.sh" add "$image"
+  "$here/node-images.sh" import "$RUN/containerd.sock" "$image"
+  echo "$image"
+}
+
 bin_dir_quiet() { "$here/build-binaries.sh" --check --node 2>/dev/null | tail -n 1 || true; }
 
 down() {
@@ -609,7 +626,8 @@ case $cmd in
   up) [ $# -eq 3 ] || die "usage: $0 up NAME KUBECONFIG PKI_DIR"; up "$@" ;;
   down) down "$@" ;;
   owner) owner ;;
+  load-image) load_image "$@" ;;
   free-for) free_for "${1:?usage: free-for NAME}" ;;
   state-dir) echo "$STATE" ;;
-  *) die "usage: $0 check | prepare | up NAME KUBECONFIG PKI_DIR | down [NAME [KUBECONFIG]] | owner | free-for NAME | state-dir" ;;
+  *) die "usage: $0 check | prepare | up NAME KUBECONFIG PKI_DIR | down [NAME [KUBECONFIG]] | load-image [IMAGE] | owner | free-for NAME | state-dir" ;;
 esac
