@@ -108,7 +108,13 @@ def host_state() -> dict[str, list[str]]:
             re.sub(r"\[\d+:\d+\]", "", line) for line in _lines(save) if not line.startswith("#")
         ]
 
-    mounts = Path("/proc/mounts").read_text(encoding="utf-8").splitlines()
+    # Mounts under /tmp are other users' scratch builds (a debootstrap's /proc comes and goes
+    # while this test runs); a real node mounts under its state folder and the host paths.
+    mounts = [
+        line
+        for line in Path("/proc/mounts").read_text(encoding="utf-8").splitlines()
+        if not line.split()[1].startswith("/tmp/")
+    ]
     cgroups = sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/kubepods"))
     paths = sorted(
         p
