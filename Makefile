@@ -14,8 +14,19 @@ PYTHON := $(or $(shell hack/find-python.sh),python3)
 endif
 VENV := .venv
 BIN := $(VENV)/bin
+# NODE=real: the local cluster gets one real node (kubelet + containerd) where Pods really run,
+# beside the kwok Nodes; its own default name, so that it and the kwok-only one never mix.
+NODE ?= kwok
+ifeq ($(NODE),real)
+CLUSTER_NAME ?= operator-runner-real
+endif
 CLUSTER_NAME ?= operator-runner
-export CLUSTER_NAME
+export CLUSTER_NAME NODE
+# With NODE=real, install/deploy/samples/... talk to that cluster unless KUBECONFIG is set.
+ifeq ($(NODE),real)
+KUBECONFIG ?= $(shell hack/cluster.sh kubeconfig $(CLUSTER_NAME))
+export KUBECONFIG
+endif
 # kubectl: the local cluster's (hack/cluster.sh bin-dir) when built, else the one on PATH.
 KUBECTL ?= hack/kubectl.sh
 # molecule finds ansible-playbook & co on PATH.
@@ -56,8 +67,11 @@ test: ## What CI runs: lint, unit tests on every supported Python found, the bin
 	@PYTHON="$(PYTHON)" MAKE="$(MAKE)" hack/test.sh $(TEST_ARGS)
 
 .PHONY: molecule
-molecule: venv ## Molecule scenario `default` on the local cluster (or $$OPERATOR_RUNNER_KUBECONFIG).
-	@if [ -n "$${OPERATOR_RUNNER_KUBECONFIG:-}" ]; then \
+molecule: venv ## Molecule scenario `default` on the local cluster (or $$OPERATOR_RUNNER_KUBECONFIG); NODE=real: scenario `kind` on a cluster of its own with a real node (operator deployed from its image).
+	@if [ "$(NODE)" = real ]; then \
+	  echo "$(MOLECULE) test -s kind"; exec $(MOLECULE) test -s kind; \
+	fi; \
+	if [ -n "$${OPERATOR_RUNNER_KUBECONFIG:-}" ]; then \
 	  kubeconfig=$$OPERATOR_RUNNER_KUBECONFIG; \
 	else \
 	  hack/cluster.sh up $(CLUSTER_NAME); kubeconfig=$$(hack/cluster.sh kubeconfig $(CLUSTER_NAME)); \
@@ -66,11 +80,11 @@ molecule: venv ## Molecule scenario `default` on the local cluster (or $$OPERATO
 	KUBECONFIG=$$kubeconfig $(MOLECULE) test -s default
 
 .PHONY: molecule-syntax
-molecule-syntax: venv ## Syntax check of every molecule playbook (scenario `kind` needs Docker to run).
+molecule-syntax: venv ## Syntax check of every molecule playbook (scenario `kind` runs with `make molecule NODE=real`).
 	$(MOLECULE) syntax -s kind
 	env PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-playbook --syntax-check -i localhost, \
 	  molecule/*/create.yml molecule/*/converge.yml molecule/*/destroy.yml \
-	  molecule/shared/verify.yml molecule/shared/cleanup.yml
+	  molecule/shared/verify.yml molecule/shared/cleanup.yml molecule/kind/verify.yml
 
 ##@ Operators (Echo, EchoFlask) on the cluster of the current kubeconfig
 
@@ -115,9 +129,13 @@ image-test: venv ## Build the image that way and run it against the local cluste
 	$(BIN)/pytest tests/integration/test_image.py -q -ra
 
 .PHONY: deploy
-deploy: install ## Deploy the operator (deploy/: namespace, ServiceAccount, RBAC, Deployment of IMG) with the CRDs.
-	@manifests=$$($(KUBECTL) kustomize deploy | sed 's|image: controller:latest$$|image: $(IMG)|'); \
-	  grep -q 'image: $(IMG)$$' <<<"$$manifests" || { echo "make deploy: could not set the image to $(IMG)" >&2; exit 1; }; \
+deploy: install ## Deploy the operator (deploy/: namespace, ServiceAccount, RBAC, Deployment of IMG) with the CRDs; NODE=real: the image of `make image` (or IMG from its storage) loaded into the real node first.
+	@img='$(IMG)'; \
+	  if [ "$(NODE)" = real ]; then \
+	    img=$$(hack/real-node.sh load-image $(if $(filter command line environment,$(origin IMG)),'$(IMG)')) || exit 1; \
+	  fi; \
+	  manifests=$$($(KUBECTL) kustomize deploy | sed "s|image: controller:latest\$$|image: $$img|"); \
+	  grep -q "image: $$img\$$" <<<"$$manifests" || { echo "make deploy: could not set the image to $$img" >&2; exit 1; }; \
 	  $(KUBECTL) apply -f - <<<"$$manifests"
 
 .PHONY: undeploy
@@ -127,16 +145,20 @@ undeploy: ## Remove what `make deploy` made, except the CRDs and the CRs (`make 
 ##@ Local cluster
 
 .PHONY: binaries
-binaries: ## Build the control plane's binaries once per machine (cached outside the repo; progress on the way).
-	@hack/build-binaries.sh >/dev/null
+binaries: ## Build the control plane's binaries once per machine (cached outside the repo; progress on the way); NODE=real adds kubelet and kube-proxy.
+	@hack/build-binaries.sh $(if $(filter real,$(NODE)),--node) >/dev/null
 
 .PHONY: cluster
-cluster: ## Create the local cluster (or reuse it) and print how to use it.
+cluster: ## Create the local cluster (or reuse it) and print how to use it; NODE=real adds a real node (root; Pods really run).
 	@hack/cluster.sh up $(CLUSTER_NAME)
 
 .PHONY: cluster-down
-cluster-down: ## Delete the local cluster.
+cluster-down: ## Delete the local cluster (NODE=real: the real-node one, its host changes undone).
 	@hack/cluster.sh down $(CLUSTER_NAME)
+
+.PHONY: node-images
+node-images: ## Build the real node's images (busybox, pause, the EchoFlask app) without a registry; cached by content hash.
+	@hack/node-images.sh build >/dev/null
 
 .PHONY: kubeconfig
 kubeconfig: ## Print the path of the local cluster's kubeconfig.

@@ -4,9 +4,12 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes)
 #   etcd                                                             (go.etcd.io/etcd/server/v3)
 #   kwok, kwokctl                                                    (sigs.k8s.io/kwok)
+#   with --node also kubelet, kube-proxy (k8s.io/kubernetes, the same module; for NODE=real)
 #
-#   hack/build-binaries.sh          build what is missing (with progress on stderr), print $BIN_DIR
-#   hack/build-binaries.sh --check  print $BIN_DIR when every binary is there, else fail (no build)
+#   hack/build-binaries.sh [--node]          build what is missing (with progress on stderr),
+#                                            print $BIN_DIR
+#   hack/build-binaries.sh --check [--node]  print $BIN_DIR when every binary is there, else fail
+#                                            (no build)
 #
 # They land in $BIN_DIR, keyed by version, outside the repo. A binary that is already there and
 # reports the right version is not rebuilt. Builds are atomic: each binary (and each resolved
@@ -26,6 +29,18 @@ BIN_DIR=$CACHE_ROOT/bin/k8s-$KUBE_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION
 BUILD_DIR=$CACHE_ROOT/build
 STAGING_ROOT=$CACHE_ROOT/staging
 KUBE_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+# The real node's binaries (make cluster NODE=real): only with --node, so that the kwok-only
+# path never builds them.
+NODE_CMDS=(kubelet kube-proxy)
+check=0 node=0
+for arg in "$@"; do
+  case $arg in
+    --check) check=1 ;;
+    --node) node=1 ;;
+    *) echo "build-binaries: unknown option '$arg' (--check, --node)" >&2; exit 2 ;;
+  esac
+done
+[ $node = 1 ] && KUBE_CMDS+=("${NODE_CMDS[@]}")
 ALL_CMDS=(kwok kwokctl etcd "${KUBE_CMDS[@]}")
 # What a cold build needs (measured: Go module cache 1.3 GB, Go build cache 3.9 GB, binaries
 # 0.5 GB), with some room.
@@ -48,9 +63,12 @@ has_version() { # has_version BINARY: it is in $BIN_DIR and reports the pinned v
 
 missing() { local c; for c in "${ALL_CMDS[@]}"; do has_version "$c" || echo "$c"; done; }
 
-if [ "${1:-}" = "--check" ]; then
+if [ $check = 1 ]; then
   todo=$(missing)
-  [ -z "$todo" ] || die "not built yet: $(echo $todo). Run 'make binaries' (hack/build-binaries.sh) first."
+  if [ -n "$todo" ]; then
+    [ $node = 1 ] && die "not built yet: $(echo $todo). Run 'hack/build-binaries.sh --node' first."
+    die "not built yet: $(echo $todo). Run 'make binaries' (hack/build-binaries.sh) first."
+  fi
   echo "$BIN_DIR"
   exit 0
 fi
@@ -149,15 +167,17 @@ install_binary() {
   say "[$step/$count] $cmd ready in $BIN_DIR ($(elapsed $((SECONDS - total_start))) elapsed)"
 }
 
-# resolve_module DIR SCRIPT: a throwaway module resolved by SCRIPT in a staging copy, renamed
-# to DIR only when `go mod tidy` completed.
+# resolve_module DIR NAME SCRIPT: a throwaway module resolved by SCRIPT in a staging copy, renamed
+# to DIR only when `go mod tidy` completed. .complete holds the script's hash: a module resolved
+# by another recipe (e.g. before the node's packages were imported) is resolved again.
 resolve_module() {
-  local dir=$1 name=$2 script=$3
-  [ -f "$dir/go.sum" ] && [ -f "$dir/.complete" ] && return 0
+  local dir=$1 name=$2 script=$3 key
+  key=$(printf '%s' "$script" | sha256sum | cut -c1-16)
+  [ -f "$dir/go.sum" ] && [ "$(cat "$dir/.complete" 2>/dev/null)" = "$key" ] && return 0
   local tmp=$staging/$name-module
   mkdir -p "$tmp"
   run_step "$name-modules" bash -c "cd '$tmp' && $script"
-  touch "$tmp/.complete"
+  echo "$key" >"$tmp/.complete"
   rm -rf "$dir"
   mv "$tmp" "$dir"
 }
@@ -193,8 +213,9 @@ build_kubernetes() {
   local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
   local staging_version=v0.${KUBE_VERSION#v1.}
   # k8s.io/kubernetes replaces its staging modules with local folders; take each from the proxy
-  # at the matching v0.x version instead. Import what the four commands import, so that `go mod
-  # tidy` records all their modules. (The first run downloads ~1.3 GB of modules.)
+  # at the matching v0.x version instead. Import what the commands import (the node's kubelet
+  # and kube-proxy too, so that one module builds both sets), so that `go mod tidy` records all
+  # their modules. (The first run downloads ~1.3 GB of modules.)
   resolve_module "$mod" kubernetes "
     set -e
     go mod init local/kube-build
@@ -205,7 +226,8 @@ build_kubernetes() {
       while read -r m; do go mod edit -replace=\"\$m=\$m@$staging_version\"; done
     printf '//go:build tools\n\npackage tools\n\nimport (\n%s)\n' \"\$(printf '\t_ \"%s\"\n' \
       k8s.io/kubernetes/cmd/kube-apiserver/app k8s.io/kubernetes/cmd/kube-controller-manager/app \
-      k8s.io/kubernetes/cmd/kube-scheduler/app k8s.io/kubectl/pkg/cmd k8s.io/component-base/cli)\" >tools.go
+      k8s.io/kubernetes/cmd/kube-scheduler/app k8s.io/kubectl/pkg/cmd k8s.io/component-base/cli \
+      k8s.io/kubernetes/cmd/kubelet/app k8s.io/kubernetes/cmd/kube-proxy/app)\" >tools.go
     go mod tidy"
   local pkg=k8s.io/component-base/version
   local ldflags="-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"

@@ -9,6 +9,12 @@
 #   hack/cluster.sh bin-dir            print the folder with kubectl & co (building what is missing)
 #
 # NAME defaults to $CLUSTER_NAME, else "operator-runner". NODES (default 2) kwok Nodes are made.
+#
+# NODE=real adds one real node (kubelet + containerd + kube-proxy, hack/real-node.sh) on which
+# Pods really run; the kwok Nodes then carry the taint kwok.x-k8s.io/node=fake:NoSchedule, so
+# ordinary Pods land on the real node, and kwok-controller manages only the Nodes annotated
+# kwok.x-k8s.io/node=fake (its own). One real node per machine. `down` removes the real node of
+# NAME (whatever NODE says) and restores the host.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,6 +23,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 CACHE_ROOT=${OPERATOR_RUNNER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operator-runner}
 export KWOK_WORKDIR=$CACHE_ROOT/kwok
 NODES=${NODES:-2}
+NODE=${NODE:-kwok}
+case $NODE in kwok | real) ;; *) echo "cluster: NODE=$NODE: use NODE=kwok (simulated Nodes only) or NODE=real (plus one real node)" >&2; exit 2 ;; esac
 
 die() { echo "cluster: $*" >&2; exit 1; }
 
@@ -24,6 +32,7 @@ cmd=${1:-up}
 name=${2:-${CLUSTER_NAME:-operator-runner}}
 cluster_dir=$KWOK_WORKDIR/clusters/$name
 kubeconfig=$cluster_dir/kubeconfig.yaml
+mode_file=$cluster_dir/operator-runner-node # "real" in a cluster made with NODE=real
 
 bin_dir() { "$here/build-binaries.sh"; }
 
@@ -33,16 +42,39 @@ answers() { # answers KUBECTL: the API server of $name is up and ready
 
 wait_nodes_ready() {
   local kubectl=$1 deadline=$((SECONDS + 90))
-  until [ "$("$kubectl" --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | awk '$2 == "Ready"' | wc -l)" -ge "$NODES" ]; do
+  until [ "$("$kubectl" --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | awk '$2 == "Ready" && $1 != "real-node"' | wc -l)" -ge "$NODES" ]; do
     [ $SECONDS -lt $deadline ] || die "the $NODES kwok Nodes of cluster '$name' did not turn Ready within 90 s; logs: $cluster_dir/logs/"
     sleep 0.5
   done
 }
 
+# The kwokctl options of a cluster with a real node (the recipe's fixes 5 and 6): kwok-controller
+# leaves Nodes without its annotation alone, and the API server reaches kubelets by InternalIP.
+# shellcheck disable=SC2054 # the commas are kwokctl's
+REAL_NODE_ARGS=(
+  --extra-args kwok-controller=manage-all-nodes=false
+  --extra-args kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake
+  --extra-args kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname
+)
+
 up() {
+  local extra=()
+  if [ "$NODE" = real ]; then
+    # Before anything is made or built: can this machine host it, is no other real node up; then
+    # its packages, binaries and images (the slow part of a first run).
+    "$here/real-node.sh" check || exit 3
+    "$here/real-node.sh" free-for "$name"
+    "$here/real-node.sh" prepare >/dev/null
+    extra=("${REAL_NODE_ARGS[@]}")
+  fi
   local bin; bin=$(bin_dir)
   export PATH=$bin:$PATH
   if answers "$bin/kubectl"; then
+    local mode; mode=$(cat "$mode_file" 2>/dev/null || echo kwok)
+    if [ "$mode" != "$NODE" ]; then
+      [ "$NODE" = real ] && die "cluster '$name' is up but was made without NODE=real (kwok would take a real node over). Delete it first ('hack/cluster.sh down $name'), or use another CLUSTER_NAME."
+      echo "cluster '$name' is up with a real node (made with NODE=real); reused as it is" >&2
+    fi
     echo "cluster '$name' is already up (reused)" >&2
   else
     if [ -d "$cluster_dir" ]; then
@@ -62,6 +94,7 @@ up() {
           --kube-controller-manager-binary "$bin/kube-controller-manager" \
           --kube-scheduler-binary "$bin/kube-scheduler" \
           --kwok-controller-binary "$bin/kwok" \
+          "${extra[@]}" \
           --wait 120s >"$cache_log" 2>&1; then
         tail -n 15 "$cache_log" >&2
         if grep -qiE 'address already in use|bind:' "$cache_log" "$cluster_dir"/logs/*.log 2>/dev/null; then
@@ -69,6 +102,7 @@ up() {
         fi
         die "creating cluster '$name' failed. Log: $cache_log, component logs: $cluster_dir/logs/"
       fi
+      echo "$NODE" >"$mode_file"
     fi
   fi
   local have; have=$(kubectl --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | wc -l)
@@ -76,6 +110,18 @@ up() {
     kwokctl --name "$name" scale node --replicas "$NODES" >>"$cache_log" 2>&1 || die "adding $NODES kwok Nodes failed; log: $cache_log"
   fi
   wait_nodes_ready "$bin/kubectl"
+  if [ "$NODE" = real ]; then
+    # Ordinary Pods (the seeds' unchanged) must land on the real node: the fake Nodes get a taint.
+    local fake
+    for fake in $(kubectl --kubeconfig "$kubeconfig" get nodes -o jsonpath='{range .items[?(@.metadata.annotations.kwok\.x-k8s\.io/node=="fake")]}{.metadata.name}{"\n"}{end}'); do
+      kubectl --kubeconfig "$kubeconfig" taint node "$fake" kwok.x-k8s.io/node=fake:NoSchedule --overwrite >/dev/null
+    done
+    if ! "$here/real-node.sh" up "$name" "$kubeconfig" "$cluster_dir/pki"; then
+      echo "cluster: the real node did not come up; undoing its host changes (the cluster stays: 'hack/cluster.sh down $name' removes it)" >&2
+      "$here/real-node.sh" down "$name" "$kubeconfig" || true
+      exit 1
+    fi
+  fi
   # A fresh API server may still answer 404 for a group it has not registered: wait until
   # discovery is complete, so that clients which walk it (kubernetes.core, kopf) start clean.
   local deadline=$((SECONDS + 60))
@@ -83,8 +129,10 @@ up() {
     [ $SECONDS -lt $deadline ] || die "the API server of cluster '$name' did not complete discovery within 60 s; logs: $cluster_dir/logs/"
     sleep 0.5
   done
+  local what="$NODES Nodes"
+  [ "$NODE" = real ] && what="$NODES kwok Nodes (tainted NoSchedule) and the real node 'real-node'"
   cat >&2 <<MSG
-cluster '$name' is up: $NODES Nodes Ready, Kubernetes $KUBE_VERSION.
+cluster '$name' is up: $what Ready, Kubernetes $KUBE_VERSION.
   export KUBECONFIG=$kubeconfig
   export PATH=$bin:\$PATH     # kubectl $KUBE_VERSION
   hack/cluster.sh down $name   # removes it (make cluster-down for the default one)
@@ -93,6 +141,10 @@ MSG
 
 down() {
   local bin; bin=$(bin_dir)
+  # The real node of this cluster (if it has one) first, while the API server still answers.
+  if [ "$("$here/real-node.sh" owner)" = "$name" ]; then
+    "$here/real-node.sh" down "$name" "$kubeconfig"
+  fi
   if [ -d "$cluster_dir" ]; then
     "$bin/kwokctl" --name "$name" delete cluster >/dev/null 2>&1 || true
     rm -rf "$cluster_dir" "$cluster_dir.user-kubeconfig"

@@ -1,0 +1,3 @@
+module operator-runner.local/pause
+
+go 1.26
