@@ -5,9 +5,10 @@
 #   2. lint: ruff, mypy
 #   3. the other supported Pythons found (PATH, pyenv): their own virtualenv, unit tests and mypy,
 #      in the background beside steps 4 and 5 (their log is shown at the end)
-#   4. the local control plane's binaries (built once per machine, before any test starts), and,
-#      as root, the operator image (hack/image.sh build, cached by content hash) that
-#      tests/integration/test_image.py runs
+#   4. the local control plane's binaries (built once per machine, before any test starts); as
+#      root, the operator image (hack/image.sh build, cached by content hash) that
+#      tests/integration/test_image.py runs; where the machine can host a real node, its
+#      packages, kubelet/kube-proxy and images (tests/integration/test_real_node.py then must pass)
 #   5. one throwaway local cluster for the rest of the run (or $OPERATOR_RUNNER_KUBECONFIG):
 #      pytest (unit and integration tests), molecule syntax check, molecule scenario `default`
 #
@@ -104,6 +105,17 @@ if [ "$(id -u)" = 0 ]; then
 else
   echo "not root: the operator image is not built and tests/integration/test_image.py is skipped" >&2
 fi
+# Where the machine can host a real node (root, usable cgroups, ...), the real-node tests run and
+# must pass: their packages, kubelet/kube-proxy and images are made here, before pytest.
+why_not=$(mktemp)
+if hack/real-node.sh check 2>"$why_not"; then
+  step "the real node's packages, kubelet and kube-proxy, images" hack/real-node.sh prepare
+  export OPERATOR_RUNNER_REQUIRE_REAL_NODE=1
+else
+  printf '\n==> the real node: skipped\n%s\ntests/integration/test_real_node.py is skipped.\n' \
+    "$(cat "$why_not")" >&2
+fi
+rm -f "$why_not"
 step "integration tests and molecule on one local cluster" hack/with-cluster.sh "$here/test.sh" --on-cluster "$@"
 printf '\n==> unit tests and mypy on the other supported Pythons\n' >&2
 others_done
