@@ -7,11 +7,11 @@ import logging
 import os
 import shlex
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from runner import __version__
+from runner.ansible.artifacts import default_artifacts_dir
 from runner.ansible.interface import LogEvents
 from runner.app.bind import BindAddressError, parse_bind_address
 from runner.scaffold import cli as scaffold_cli  # init, create api
@@ -192,8 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--artifacts-dir",
         type=Path,
-        default=Path(tempfile.gettempdir()) / "operator-runner",
-        help="root of the per-CR ansible-runner folders (default $TMPDIR/operator-runner)",
+        default=None,
+        help="root of the per-CR ansible-runner folders (default: one per operator, "
+        "$TMPDIR/operator-runner/<hash of the watches file's absolute path>)",
     )
     run.add_argument(
         "--executor",
@@ -268,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ansible_args=tuple(shlex.split(args.ansible_args)),
         log_events=args.ansible_log_events,
         inject_owner_ref=args.inject_owner_ref,
-        artifacts_dir=args.artifacts_dir,
+        artifacts_dir=args.artifacts_dir or default_artifacts_dir(args.watches_file),
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         kubeconfig=args.kubeconfig,
         executor=args.executor,
