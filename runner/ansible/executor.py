@@ -258,10 +258,10 @@ class Executor:
             verbosity=request.verbosity or None,
             cmdline=shlex.join(cmdline) if cmdline else None,
             rotate_artifacts=max(request.rotate, 1),
-            quiet=True,
+            quiet=not request.echo,
             event_handler=on_event,
             cancel_callback=cancel,
-            settings={"suppress_ansible_output": True},
+            settings={"suppress_ansible_output": not request.echo},
         )
         _scrub_command(private / "artifacts" / request.ident / "command")
         tail = ""

@@ -13,6 +13,7 @@ from pathlib import Path
 from runner import __version__
 from runner.ansible.artifacts import default_artifacts_dir
 from runner.ansible.interface import LogEvents
+from runner.app import reconcile_cli  # reconcile KIND/NAME
 from runner.app.bind import BindAddressError, parse_bind_address
 from runner.scaffold import cli as scaffold_cli  # init, create api
 from runner.util import logs
@@ -224,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="kubeconfig (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)",
     )
     _add_production_flags(run)
+    reconcile_cli.add_command(sub)
     scaffold_cli.add_commands(sub)
     return parser
 
@@ -242,6 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command in scaffold_cli.COMMANDS:
         return scaffold_cli.run(args)
+    if args.command == "reconcile":
+        return reconcile_cli.run(args)
     if args.command != "run":
         parser.print_help()
         return 2

@@ -102,6 +102,17 @@ def watch_workers(config: OperatorConfig, watch: Watch, environ: Mapping[str, st
     )
 
 
+def make_executor(config: OperatorConfig, max_parallel_runs: int | None = None) -> Executor:
+    """The executor of the operator's runs (and of `operator-runner reconcile`'s one run)."""
+    return Executor(
+        roles_paths=[config.watches_file.resolve().parent / "roles"],
+        tmp_dir=config.artifacts_dir / ".ansible-tmp",
+        warm=config.executor == "warm",
+        warm_idle_timeout=config.warm_idle_timeout,
+        max_parallel_runs=max_parallel_runs,
+    )
+
+
 def _resource(resource: kopf.Resource) -> Resource:
     return Resource(
         group=resource.group,
@@ -175,13 +186,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     )
     client = KubeClient(credentials)
     artifacts = Artifacts(config.artifacts_dir)
-    executor = Executor(
-        roles_paths=[config.watches_file.resolve().parent / "roles"],
-        tmp_dir=config.artifacts_dir / ".ansible-tmp",
-        warm=config.executor == "warm",
-        warm_idle_timeout=config.warm_idle_timeout,
-        max_parallel_runs=run_slots(memory_limit_bytes()),
-    )
+    executor = make_executor(config, max_parallel_runs=run_slots(memory_limit_bytes()))
     recorder = EventRecorder(client)
     # -- metrics, health probes, leader election (runner/app/production.py) --
     production = await Production.start(config.production, client, watches, executor.cancel_all)
@@ -262,25 +267,33 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     return production.exit_code
 
 
-def run_operator(config: OperatorConfig) -> int:
-    if config.kubeconfig:
-        os.environ["KUBECONFIG"] = config.kubeconfig
+def read_watches(watches_file: Path) -> list[Watch] | None:
+    """watches.yaml's watches (warnings logged), or None after printing why it cannot be used."""
     try:
         loaded = load_watches(
-            config.watches_file,
+            watches_file,
             environ=os.environ,
             roles_paths=[Path(p) for p in os.environ.get("ANSIBLE_ROLES_PATH", "").split(":") if p],
             collection_roots=collections_path.collection_roots(os.environ),
         )
     except WatchesError as err:
         print(f"operator-runner: {err}", file=sys.stderr)
-        return 1
+        return None
     for warning in loaded.warnings:
         log.warning("%s", warning)
     if not loaded.watches:
-        print(f"operator-runner: {config.watches_file}: no watches", file=sys.stderr)
+        print(f"operator-runner: {watches_file}: no watches", file=sys.stderr)
+        return None
+    return loaded.watches
+
+
+def run_operator(config: OperatorConfig) -> int:
+    if config.kubeconfig:
+        os.environ["KUBECONFIG"] = config.kubeconfig
+    watches = read_watches(config.watches_file)
+    if watches is None:
         return 1
     try:
-        return asyncio.run(_serve(config, loaded.watches))
+        return asyncio.run(_serve(config, watches))
     except KeyboardInterrupt:
         return 0
