@@ -84,7 +84,7 @@ uninstall: ## Remove the CRDs from the cluster (and with them every Echo and Ech
 	$(KUBECTL) delete --ignore-not-found -f crds/
 
 .PHONY: samples
-samples: ## Apply the seeds' sample CRs (config/samples) to the current namespace.
+samples: ## Apply the seeds' sample CRs (config/samples/Kustomization) to the current namespace.
 	$(KUBECTL) apply -k config/samples/
 
 .PHONY: run
