@@ -185,6 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="add owner references to what roles create (default true)",
     )
     run.add_argument(
+        "--zap-log-level",
+        choices=("debug", "info", "error"),
+        default="info",
+        help="log level, as operator-sdk's flag (default info: task results that changed or "
+        "failed, runs that changed something; debug adds every task and every run)",
+    )
+    run.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
@@ -249,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "run":
         parser.print_help()
         return 2
-    logs.setup(args.log_format)
+    logs.setup(args.log_format, logs.LEVELS[args.zap_log_level])
     from runner.app.manager import OperatorConfig, run_operator  # heavy imports only when running
     from runner.app.production import ProductionConfig
 

@@ -238,7 +238,10 @@ class Reconciler:
                 echo=self.options.echo,
             )
             result = await self.executor.run(request)
-        log.info(
+        # A run that changed nothing and succeeded (an idle resync) is logged at debug.
+        quiet = result.ok and not _changed(result.summary)
+        log.log(
+            logging.DEBUG if quiet else logging.INFO,
             "ran %s in %.2f s: %s (artifacts: %s)",
             "finalizer" if run.finalizing else "reconcile",
             time.monotonic() - started,
@@ -346,6 +349,10 @@ class Reconciler:
 
 def _ansible_result(summary: RunSummary) -> AnsibleResult:
     return AnsibleResult.from_stats_event(summary.stats or {}, created=summary.stats_created)
+
+
+def _changed(summary: RunSummary) -> int:
+    return sum((summary.stats or {}).get("changed", {}).values())
 
 
 def _is_failing(obj: Mapping[str, Any]) -> bool:

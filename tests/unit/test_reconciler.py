@@ -324,3 +324,39 @@ def test_the_run_log_line_names_its_artifacts(
     where = tmp_path / "artifacts" / "x.example.com" / "Echo" / "ns" / "e1" / "artifacts"
     assert f"(artifacts: {where / runs.requests[0].ident})" in line.getMessage()
     assert line.__dict__["artifacts"] == str(where / runs.requests[0].ident)
+
+
+def test_a_run_that_changed_nothing_is_logged_at_debug(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    idle = success()
+    idle.summary.stats = {**STATS, "changed": {}}  # a resync of a healthy CR
+    api, runs = FakeApi(), FakeRuns(idle)
+    api.put(echo())
+    with caplog.at_level("DEBUG", logger="runner.reconcile"):
+        reconcile(reconciler(tmp_path, api, runs))
+    [line] = [r for r in caplog.records if r.getMessage().startswith("ran reconcile")]
+    assert line.levelname == "DEBUG"
+
+
+def test_task_lines_ok_and_skipped_at_debug_changed_and_failed_at_info(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from runner.ansible.executor import _log_event
+    from runner.ansible.interface import LogEvents
+
+    events = [
+        ("runner_on_ok", {"task": "a", "res": {"changed": False}}),
+        ("runner_on_skipped", {"task": "b"}),
+        ("runner_on_ok", {"task": "c", "res": {"changed": True}}),
+        ("runner_on_failed", {"task": "d"}),
+    ]
+    with caplog.at_level("DEBUG", logger="runner.executor"):
+        for kind, data in events:
+            _log_event({"event": kind, "event_data": data}, LogEvents.TASKS, {})
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("DEBUG", "task ok: a"),
+        ("DEBUG", "task skipped: b"),
+        ("INFO", "task changed: c"),
+        ("WARNING", "task failed: d"),
+    ]
