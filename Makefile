@@ -88,7 +88,7 @@ samples: ## Apply the seeds' sample CRs (config/samples/Kustomization) to the cu
 	$(KUBECTL) apply -k config/samples/
 
 .PHONY: run
-run: venv ## Run the operator (./watches.yaml) in the foreground; no cluster answering: the local one, with CRDs and samples.
+run: venv ## Run the operator (./watches.yaml) in the foreground, re-running CRs when their role changes (--watch-roles); no cluster answering: the local one, with CRDs and samples.
 	@hack/run.sh $(RUN_ARGS)
 
 ##@ Image and deployment

@@ -185,6 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="add owner references to what roles create (default true)",
     )
     run.add_argument(
+        "--watch-roles",
+        action="store_true",
+        help="live reload: when a file of a role or playbook (or of what it includes from the "
+        "project) changes, re-run every CR of its kind, also healthy ones (default off; on "
+        "under make run)",
+    )
+    run.add_argument(
         "--zap-log-level",
         choices=("debug", "info", "error"),
         default="info",
@@ -286,6 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         executor=args.executor,
         warm_idle_timeout=args.warm_idle_timeout,
         production=production,
+        watch_roles=args.watch_roles,
     )
     return run_operator(config)
 

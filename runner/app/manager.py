@@ -24,6 +24,7 @@ from runner.app.kopf_import import kopf
 from runner.app.namespaces import skip_refused_namespace_scan
 from runner.app.production import Production, ProductionConfig
 from runner.control.controller import Controller, drain
+from runner.control.reload import RoleReloader
 from runner.dependents.proxy import Proxy
 from runner.dependents.routing import Routes
 from runner.dependents.watcher import DependentWatches
@@ -34,6 +35,7 @@ from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile.reconciler import Options, Reconciler
 from runner.reconcile.recorder import EventRecorder
 from runner.watches import Watch, WatchesError, load_watches
+from runner.watches.sources import source_files
 
 log = logging.getLogger("runner.manager")
 
@@ -56,6 +58,7 @@ class OperatorConfig:
     warm_idle_timeout: float = 120.0
     kubeconfig: str | None = None
     production: ProductionConfig = field(default_factory=ProductionConfig)  # metrics, probes, HA
+    watch_roles: bool = False  # live reload: an edit of a role re-runs its CRs
 
 
 def kind_env_name(prefix: str, watch: Watch) -> str:
@@ -239,6 +242,12 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
             workers,
             f"every {options.reconcile_period:g} s" if options.reconcile_period else "off",
         )
+    reloader: asyncio.Task[None] | None = None
+    if config.watch_roles:
+        project = config.watches_file.resolve().parent
+        reload = RoleReloader(controllers, lambda watch: source_files(watch, project))
+        reloader = asyncio.create_task(reload.run(), name="watch-roles")
+        log.info("--watch-roles: an edit of a role or playbook re-runs its CRs")
     namespaces = config.namespaces
     log.info("namespaces: %s", ", ".join(namespaces) if namespaces else "all")
     await skip_refused_namespace_scan(client, namespaces)
@@ -253,6 +262,8 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
             stop_flag=production.stop_flag,
         )
     finally:
+        if reloader is not None:
+            reloader.cancel()
         production.stopping()
         log.info(
             "stopping: waiting up to %g s for running reconciles", config.graceful_shutdown_timeout
