@@ -73,7 +73,7 @@ RUN set -eu; \
     fi
 COPY --from=build /opt/venv /opt/venv
 # Everything the process writes goes to /tmp (read-only root filesystem): HOME (Ansible's
-# ~/.ansible), Ansible's temp files, ansible-runner's artifacts ($TMPDIR/operator-runner).
+# ~/.ansible), Ansible's temp files, ansible-runner's artifacts ($TMPDIR/operator-runner/<hash>).
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     HOME=/tmp \
     TMPDIR=/tmp \

@@ -98,11 +98,11 @@ uninstall: ## Remove the CRDs from the cluster (and with them every Echo and Ech
 	$(KUBECTL) delete --ignore-not-found -f crds/
 
 .PHONY: samples
-samples: ## Apply the seeds' sample CRs (config/samples) to the current namespace.
+samples: ## Apply the seeds' sample CRs (config/samples/Kustomization) to the current namespace.
 	$(KUBECTL) apply -k config/samples/
 
 .PHONY: run
-run: venv ## Run the operator (./watches.yaml) in the foreground; no cluster answering: the local one, with CRDs and samples.
+run: venv ## Run the operator (./watches.yaml) in the foreground, re-running CRs when their role changes (--watch-roles); no cluster answering: the local one, with CRDs and samples.
 	@hack/run.sh $(RUN_ARGS)
 
 ##@ Image and deployment

@@ -32,4 +32,4 @@ run: the local cluster is up, the CRDs are installed and the samples applied (na
 MSG
 fi
 cd "$repo"
-exec "$repo/.venv/bin/operator-runner" run --watches-file ./watches.yaml "$@"
+exec "$repo/.venv/bin/operator-runner" run --watches-file ./watches.yaml --watch-roles "$@"

@@ -8,12 +8,21 @@ goes, and `sweep` removes folders of CRs that disappeared while the operator was
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from runner.kube.resources import ObjectRef
+
+
+def default_artifacts_dir(watches_file: Path, tmp: str | None = None) -> Path:
+    """`$TMPDIR/operator-runner/<hash of the watches file's absolute path>`: one root per
+    operator, so two operators on one machine never sweep each other's folders."""
+    digest = hashlib.sha256(str(watches_file.absolute()).encode()).hexdigest()[:12]
+    return Path(tmp or tempfile.gettempdir()) / "operator-runner" / digest
 
 
 def _safe(part: str) -> str:

@@ -36,6 +36,7 @@ class RunRequest:
     envvars: Mapping[str, str] = field(default_factory=dict)
     log_events: LogEvents = LogEvents.TASKS
     log_extra: Mapping[str, Any] = field(default_factory=dict)
+    echo: bool = False  # Ansible's own output (tasks, diffs) to our stdout as well
 
 
 @dataclass

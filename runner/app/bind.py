@@ -58,13 +58,31 @@ def parse_bind_address(text: str) -> BindAddress | None:
 class Endpoint:
     """An aiohttp application served on one address, on the operator's event loop."""
 
-    def __init__(self, name: str, app: web.Application, address: BindAddress) -> None:
+    def __init__(
+        self, name: str, app: web.Application, address: BindAddress, flag: str = ""
+    ) -> None:
         from aiohttp import web  # not at import time: the CLI validates addresses with this module
 
         self.name = name
         self.address = address
+        self.flag = flag  # the flag that sets the address, named when it cannot be used
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         self.bound: list[str] = []
+
+    def bind_error(self, err: OSError) -> str:
+        """One message that says what to change: the flag, another port, or 0."""
+        reason = err.strerror or str(err)
+        flag = self.flag or "the bind address"
+        hint = f"choose another address with {flag} (e.g. {flag}=:{self.address.port + 1})"
+        if self.address.port == 8080 and self.flag == "--metrics-bind-address":
+            hint += (
+                " (:8080 is operator-sdk's default, and also where kubectl and other clients "
+                "look for an API server when no kubeconfig is set)"
+            )
+        return (
+            f"operator-runner: cannot serve {self.name} on {self.address}: {reason}; "
+            f"{hint}, or {flag}=0 to switch it off"
+        )
 
     async def start(self) -> None:
         await self._runner.setup()
@@ -75,11 +93,7 @@ class Endpoint:
             await site.start()
         except OSError as err:
             await self._runner.cleanup()
-            reason = err.strerror or str(err)
-            raise SystemExit(
-                f"operator-runner: cannot serve {self.name} on {self.address}: {reason}; "
-                "choose another address, or 0 to switch it off"
-            ) from None
+            raise SystemExit(self.bind_error(err)) from None
         self.bound = [_format(a) for a in self._runner.addresses]
         log.info("serving %s on %s", self.name, ", ".join(self.bound))
 

@@ -7,12 +7,13 @@ import logging
 import os
 import shlex
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from runner import __version__
+from runner.ansible.artifacts import default_artifacts_dir
 from runner.ansible.interface import LogEvents
+from runner.app import reconcile_cli  # reconcile KIND/NAME
 from runner.app.bind import BindAddressError, parse_bind_address
 from runner.scaffold import cli as scaffold_cli  # init, create api
 from runner.util import logs
@@ -184,6 +185,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="add owner references to what roles create (default true)",
     )
     run.add_argument(
+        "--watch-roles",
+        action="store_true",
+        help="live reload: when a file of a role or playbook (or of what it includes from the "
+        "project) changes, re-run every CR of its kind, also healthy ones (default off; on "
+        "under make run)",
+    )
+    run.add_argument(
+        "--zap-log-level",
+        choices=("debug", "info", "error"),
+        default="info",
+        help="log level, as operator-sdk's flag (default info: task results that changed or "
+        "failed, runs that changed something; debug adds every task and every run)",
+    )
+    run.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
@@ -192,8 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--artifacts-dir",
         type=Path,
-        default=Path(tempfile.gettempdir()) / "operator-runner",
-        help="root of the per-CR ansible-runner folders (default $TMPDIR/operator-runner)",
+        default=None,
+        help="root of the per-CR ansible-runner folders (default: one per operator, "
+        "$TMPDIR/operator-runner/<hash of the watches file's absolute path>)",
     )
     run.add_argument(
         "--executor",
@@ -223,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="kubeconfig (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)",
     )
     _add_production_flags(run)
+    reconcile_cli.add_command(sub)
     scaffold_cli.add_commands(sub)
     return parser
 
@@ -241,10 +258,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command in scaffold_cli.COMMANDS:
         return scaffold_cli.run(args)
+    if args.command == "reconcile":
+        return reconcile_cli.run(args)
     if args.command != "run":
         parser.print_help()
         return 2
-    logs.setup(args.log_format)
+    logs.setup(args.log_format, logs.LEVELS[args.zap_log_level])
     from runner.app.manager import OperatorConfig, run_operator  # heavy imports only when running
     from runner.app.production import ProductionConfig
 
@@ -268,12 +287,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         ansible_args=tuple(shlex.split(args.ansible_args)),
         log_events=args.ansible_log_events,
         inject_owner_ref=args.inject_owner_ref,
-        artifacts_dir=args.artifacts_dir,
+        artifacts_dir=args.artifacts_dir or default_artifacts_dir(args.watches_file),
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         kubeconfig=args.kubeconfig,
         executor=args.executor,
         warm_idle_timeout=args.warm_idle_timeout,
         production=production,
+        watch_roles=args.watch_roles,
     )
     return run_operator(config)
 

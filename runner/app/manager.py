@@ -24,6 +24,7 @@ from runner.app.kopf_import import kopf
 from runner.app.namespaces import skip_refused_namespace_scan
 from runner.app.production import Production, ProductionConfig
 from runner.control.controller import Controller, drain
+from runner.control.reload import RoleReloader
 from runner.dependents.proxy import Proxy
 from runner.dependents.routing import Routes
 from runner.dependents.watcher import DependentWatches
@@ -34,6 +35,7 @@ from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile.reconciler import Options, Reconciler
 from runner.reconcile.recorder import EventRecorder
 from runner.watches import Watch, WatchesError, load_watches
+from runner.watches.sources import source_files
 
 log = logging.getLogger("runner.manager")
 
@@ -56,6 +58,7 @@ class OperatorConfig:
     warm_idle_timeout: float = 120.0
     kubeconfig: str | None = None
     production: ProductionConfig = field(default_factory=ProductionConfig)  # metrics, probes, HA
+    watch_roles: bool = False  # live reload: an edit of a role re-runs its CRs
 
 
 def kind_env_name(prefix: str, watch: Watch) -> str:
@@ -99,6 +102,17 @@ def watch_workers(config: OperatorConfig, watch: Watch, environ: Mapping[str, st
         return from_env
     return config.max_concurrent_reconciles or default_concurrency(
         usable_cpus(), memory_limit_bytes()
+    )
+
+
+def make_executor(config: OperatorConfig, max_parallel_runs: int | None = None) -> Executor:
+    """The executor of the operator's runs (and of `operator-runner reconcile`'s one run)."""
+    return Executor(
+        roles_paths=[config.watches_file.resolve().parent / "roles"],
+        tmp_dir=config.artifacts_dir / ".ansible-tmp",
+        warm=config.executor == "warm",
+        warm_idle_timeout=config.warm_idle_timeout,
+        max_parallel_runs=max_parallel_runs,
     )
 
 
@@ -175,13 +189,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     )
     client = KubeClient(credentials)
     artifacts = Artifacts(config.artifacts_dir)
-    executor = Executor(
-        roles_paths=[config.watches_file.resolve().parent / "roles"],
-        tmp_dir=config.artifacts_dir / ".ansible-tmp",
-        warm=config.executor == "warm",
-        warm_idle_timeout=config.warm_idle_timeout,
-        max_parallel_runs=run_slots(memory_limit_bytes()),
-    )
+    executor = make_executor(config, max_parallel_runs=run_slots(memory_limit_bytes()))
     recorder = EventRecorder(client)
     # -- metrics, health probes, leader election (runner/app/production.py) --
     production = await Production.start(config.production, client, watches, executor.cancel_all)
@@ -234,6 +242,12 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
             workers,
             f"every {options.reconcile_period:g} s" if options.reconcile_period else "off",
         )
+    reloader: asyncio.Task[None] | None = None
+    if config.watch_roles:
+        project = config.watches_file.resolve().parent
+        reload = RoleReloader(controllers, lambda watch: source_files(watch, project))
+        reloader = asyncio.create_task(reload.run(), name="watch-roles")
+        log.info("--watch-roles: an edit of a role or playbook re-runs its CRs")
     namespaces = config.namespaces
     log.info("namespaces: %s", ", ".join(namespaces) if namespaces else "all")
     await skip_refused_namespace_scan(client, namespaces)
@@ -248,6 +262,8 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
             stop_flag=production.stop_flag,
         )
     finally:
+        if reloader is not None:
+            reloader.cancel()
         production.stopping()
         log.info(
             "stopping: waiting up to %g s for running reconciles", config.graceful_shutdown_timeout
@@ -262,25 +278,33 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     return production.exit_code
 
 
-def run_operator(config: OperatorConfig) -> int:
-    if config.kubeconfig:
-        os.environ["KUBECONFIG"] = config.kubeconfig
+def read_watches(watches_file: Path) -> list[Watch] | None:
+    """watches.yaml's watches (warnings logged), or None after printing why it cannot be used."""
     try:
         loaded = load_watches(
-            config.watches_file,
+            watches_file,
             environ=os.environ,
             roles_paths=[Path(p) for p in os.environ.get("ANSIBLE_ROLES_PATH", "").split(":") if p],
             collection_roots=collections_path.collection_roots(os.environ),
         )
     except WatchesError as err:
         print(f"operator-runner: {err}", file=sys.stderr)
-        return 1
+        return None
     for warning in loaded.warnings:
         log.warning("%s", warning)
     if not loaded.watches:
-        print(f"operator-runner: {config.watches_file}: no watches", file=sys.stderr)
+        print(f"operator-runner: {watches_file}: no watches", file=sys.stderr)
+        return None
+    return loaded.watches
+
+
+def run_operator(config: OperatorConfig) -> int:
+    if config.kubeconfig:
+        os.environ["KUBECONFIG"] = config.kubeconfig
+    watches = read_watches(config.watches_file)
+    if watches is None:
         return 1
     try:
-        return asyncio.run(_serve(config, loaded.watches))
+        return asyncio.run(_serve(config, watches))
     except KeyboardInterrupt:
         return 0

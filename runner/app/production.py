@@ -141,10 +141,16 @@ class Production:
             if metrics_at is not None:
                 prometheus = PrometheusMetrics()
                 metrics = prometheus
-                endpoints.append(Endpoint("metrics", prometheus.app(), metrics_at))
+                endpoints.append(
+                    Endpoint("metrics", prometheus.app(), metrics_at, "--metrics-bind-address")
+                )
                 await endpoints[-1].start()
             if health_at is not None:
-                endpoints.append(Endpoint("health probes", health.app(), health_at))
+                endpoints.append(
+                    Endpoint(
+                        "health probes", health.app(), health_at, "--health-probe-bind-address"
+                    )
+                )
                 await endpoints[-1].start()
         except BaseException:
             for endpoint in endpoints:

@@ -67,6 +67,12 @@ class Controller:
         """Reconcile `ref` (a dependent changed, a resync is due, ...)."""
         self.queue.add(ref, delay)
 
+    def enqueue_all(self) -> int:
+        """Reconcile every CR of this watch that is known (its role changed); how many."""
+        for ref in list(self._seen):
+            self.queue.add(ref)
+        return len(self._seen)
+
     def enqueue_named(self, namespace: str, name: str) -> bool:
         """Reconcile the CR `namespace/name` of this watch (one of its dependents changed);
         False when no such CR is known (never seen, or deleted)."""

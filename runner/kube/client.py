@@ -22,7 +22,7 @@ import urllib3
 
 from runner import __version__
 from runner.kube.credentials import Credentials
-from runner.kube.paths import resource_path
+from runner.kube.paths import group_version_path, resource_path
 from runner.kube.resources import ObjectRef, Resource
 
 JSON = dict[str, Any]
@@ -81,6 +81,11 @@ def object_path(
     return resource_path(
         resource.group, resource.version, resource.plural, scope, name, subresource
     )
+
+
+def get_api_resources(group: str, version: str) -> Request:
+    """Discovery: the APIResourceList of a group version (resources.find_resource reads it)."""
+    return Request("GET", group_version_path(group, version))
 
 
 def get_object(ref: ObjectRef) -> Request:

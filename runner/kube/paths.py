@@ -14,6 +14,11 @@ def api_version(group: str, version: str) -> str:
     return f"{group}/{version}" if group else version
 
 
+def group_version_path(group: str, version: str) -> str:
+    """The discovery document (APIResourceList) of a group version."""
+    return f"/apis/{group}/{version}" if group else f"/api/{version}"
+
+
 def resource_path(
     group: str,
     version: str,

@@ -9,6 +9,10 @@ from the object as the API server has it now. The flow, for a CR of a watch:
    run the role, read the object again, and write `Successful` or `Failure` on it.
 4. Tell the worker when to come back: requeue_after from the role, backoff after a failure,
    the reconcile period otherwise (none when it is 0).
+
+With `Options.check` (`operator-runner reconcile --check`) the same flow runs the role in
+Ansible's check mode and changes nothing itself: no finalizer, no status, no Event; the object
+may be given (a CR from a file that is not in the cluster).
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ class Options:
     verbosity: int = 0
     ansible_args: tuple[str, ...] = ()
     log_events: LogEvents = LogEvents.TASKS
+    check: bool = False  # Ansible check mode; the reconciler writes nothing either
+    echo: bool = False  # Ansible's own output to stdout (`operator-runner reconcile`)
 
 
 @dataclass
@@ -66,6 +72,7 @@ class Outcome:
 class _Run:
     obj: dict[str, Any]
     finalizing: bool
+    given: bool = False  # the object came with the call (a file), in check mode
     result: RunResult | None = None
     error: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -75,15 +82,19 @@ def cr_log_fields(ref: ObjectRef) -> dict[str, Any]:
     return cr_fields(ref.resource.kind, ref.namespace, ref.name)
 
 
-def cr_env(ref: ObjectRef) -> dict[str, str]:
-    """Names of the CR being reconciled, for modules that default to it (k8s_status)."""
-    return {
+def cr_env(ref: ObjectRef, unsaved: bool = False) -> dict[str, str]:
+    """Names of the CR being reconciled, for modules that default to it (k8s_status);
+    `unsaved`: a check-mode run of a CR given from a file, which may not be in the cluster."""
+    env = {
         "OPERATOR_RUNNER_CR_API_VERSION": ref.resource.api_version,
         "OPERATOR_RUNNER_CR_KIND": ref.resource.kind,
         "OPERATOR_RUNNER_CR_PLURAL": ref.resource.plural,
         "OPERATOR_RUNNER_CR_NAME": ref.name,
         "OPERATOR_RUNNER_CR_NAMESPACE": ref.namespace or "",
     }
+    if unsaved:
+        env["OPERATOR_RUNNER_CR_UNSAVED"] = "1"
+    return env
 
 
 class RunAccess(Protocol):
@@ -116,8 +127,9 @@ class Reconciler:
 
     # -- the flow ---------------------------------------------------------------------------
 
-    async def reconcile(self, ref: ObjectRef) -> Outcome:
-        obj = await self._get(ref)
+    async def reconcile(self, ref: ObjectRef, given: dict[str, Any] | None = None) -> Outcome:
+        """One reconcile of `ref`, from the object as it is now (or as `given`)."""
+        obj = given if given is not None else await self._get(ref)
         if obj is None:
             self.artifacts.remove(ref)
             return Outcome(forget=True, detail="gone")
@@ -142,17 +154,22 @@ class Reconciler:
         if not deleting:
             obj = await self._write_status(ref, obj, conditions.running)
 
-        run = _Run(obj=obj, finalizing=deleting)
+        run = _Run(obj=obj, finalizing=deleting, given=given is not None and self.options.check)
         run.result = await self._execute(ref, run, verbosity, keep)
-        return await self._finish(ref, run, period, finalizer)
+        return await self._finish(ref, run, period, finalizer, given)
 
     async def _finish(
-        self, ref: ObjectRef, run: _Run, period: float | None, finalizer: str | None
+        self,
+        ref: ObjectRef,
+        run: _Run,
+        period: float | None,
+        finalizer: str | None,
+        given: dict[str, Any] | None = None,
     ) -> Outcome:
         assert run.result is not None
         result = run.result
         summary = result.summary
-        now_obj = await self._get(ref)
+        now_obj = run.obj if given is not None and self.options.check else await self._get(ref)
         if now_obj is None:
             self.artifacts.remove(ref)
             return Outcome(forget=True, detail="gone after the run")
@@ -174,16 +191,16 @@ class Reconciler:
         meta = now_obj.get("metadata") or {}
         if run.finalizing and finalizer:
             await self._remove_finalizer(ref, now_obj, finalizer)
-            await self.recorder.emit(now_obj, "Normal", "Finalized", f"finalizer {finalizer} ran")
+            await self._emit(now_obj, "Normal", "Finalized", f"finalizer {finalizer} ran")
             return Outcome(detail="finalized")
         was_failing = _is_failing(now_obj)
         await self._write_status(
             ref, now_obj, conditions.succeeded, result=_ansible_result(summary)
         )
         if was_failing:
-            await self.recorder.emit(
-                now_obj, "Normal", "Reconciled", "reconciliation succeeded again"
-            )
+            await self._emit(now_obj, "Normal", "Reconciled", "reconciliation succeeded again")
+        if self.options.check:
+            return Outcome(detail="successful (check mode: nothing written)")
         if meta.get("deletionTimestamp") and finalizer in (meta.get("finalizers") or []):
             return Outcome(requeue_after=0.0, detail="deleted during the run: finalize now")
         if summary.requeue_after is not None:
@@ -202,26 +219,35 @@ class Reconciler:
             mark_unsafe=self.watch.mark_unsafe,
         )
         started = time.monotonic()
+        ident = f"{time.time_ns()}"
+        cmdline = self.options.ansible_args
+        if self.options.check and "--check" not in cmdline and "-C" not in cmdline:
+            cmdline = (*cmdline, "--check")
         with self._credentials(run.obj) as credentials:
             request = RunRequest(
                 private_dir=private,
-                ident=f"{time.time_ns()}",
+                ident=ident,
                 playbook=playbook,
                 extravars_text=text,
                 verbosity=verbosity if verbosity is not None else self.options.verbosity,
-                cmdline=self.options.ansible_args,
+                cmdline=cmdline,
                 rotate=keep,
-                envvars={**cr_env(ref), **credentials},
+                envvars={**cr_env(ref, unsaved=run.given), **credentials},
                 log_events=self.options.log_events,
                 log_extra=cr_log_fields(ref),
+                echo=self.options.echo,
             )
             result = await self.executor.run(request)
-        log.info(
-            "ran %s in %.2f s: %s",
+        # A run that changed nothing and succeeded (an idle resync) is logged at debug.
+        quiet = result.ok and not _changed(result.summary)
+        log.log(
+            logging.DEBUG if quiet else logging.INFO,
+            "ran %s in %.2f s: %s (artifacts: %s)",
             "finalizer" if run.finalizing else "reconcile",
             time.monotonic() - started,
             result.status,
-            extra=cr_log_fields(ref),
+            private / "artifacts" / ident,
+            extra={**cr_log_fields(ref), "artifacts": str(private / "artifacts" / ident)},
         )
         return result
 
@@ -260,12 +286,16 @@ class Reconciler:
             ref, obj, conditions.failed, messages=messages, result=_ansible_result(summary)
         )
         reason = "FinalizerFailed" if finalizing else "ReconcileFailed"
-        await self.recorder.emit(obj, "Warning", reason, "\n".join(messages))
+        await self._emit(obj, "Warning", reason, "\n".join(messages))
 
     async def _report_error(self, ref: ObjectRef, obj: dict[str, Any], message: str) -> None:
         log.warning("reconciliation failed: %s", message, extra=cr_log_fields(ref))
         await self._write_status(ref, obj, conditions.errored, message=message)
-        await self.recorder.emit(obj, "Warning", "ReconcileFailed", message)
+        await self._emit(obj, "Warning", "ReconcileFailed", message)
+
+    async def _emit(self, obj: dict[str, Any], etype: str, reason: str, message: str) -> None:
+        if not self.options.check:  # check mode writes nothing, Events included
+            await self.recorder.emit(obj, etype, reason, message)
 
     # -- API calls --------------------------------------------------------------------------
 
@@ -280,8 +310,9 @@ class Reconciler:
         **details: Any,
     ) -> dict[str, Any]:
         """Apply a `conditions` transition (running, succeeded, failed, errored) with its
-        `details`, and patch the conditions when they changed; nothing without manageStatus."""
-        if not self.watch.manage_status:
+        `details`, and patch the conditions when they changed; nothing without manageStatus
+        or in check mode."""
+        if not self.watch.manage_status or self.options.check:
             return obj
         meta = obj.get("metadata") or {}
         old = obj.get("status") if isinstance(obj.get("status"), dict) else {}
@@ -297,6 +328,8 @@ class Reconciler:
     async def _add_finalizer(
         self, ref: ObjectRef, obj: dict[str, Any], finalizer: str
     ) -> dict[str, Any]:
+        if self.options.check:
+            return obj
         meta = obj["metadata"]
         finalizers = [*(meta.get("finalizers") or []), finalizer]
         patched: dict[str, Any] = await self.client.send(
@@ -305,6 +338,8 @@ class Reconciler:
         return patched
 
     async def _remove_finalizer(self, ref: ObjectRef, obj: dict[str, Any], finalizer: str) -> None:
+        if self.options.check:
+            return
         meta = obj["metadata"]
         finalizers = [f for f in meta.get("finalizers") or [] if f != finalizer]
         await self.client.send_or_none(
@@ -314,6 +349,10 @@ class Reconciler:
 
 def _ansible_result(summary: RunSummary) -> AnsibleResult:
     return AnsibleResult.from_stats_event(summary.stats or {}, created=summary.stats_created)
+
+
+def _changed(summary: RunSummary) -> int:
+    return sum((summary.stats or {}).get("changed", {}).values())
 
 
 def _is_failing(obj: Mapping[str, Any]) -> bool:

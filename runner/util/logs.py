@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 CR_KEYS = ("kind", "namespace", "name")
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "error": logging.ERROR}
 OTHER_KEYS = ("ansible_event", "file")
 
 

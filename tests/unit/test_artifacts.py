@@ -47,3 +47,12 @@ def test_max_artifacts_annotation(value: str | None, expected: int) -> None:
 def test_bad_max_artifacts_annotation(value: str) -> None:
     with pytest.raises(ValueError, match="max-runner-artifacts"):
         max_artifacts({MAX_RUNNER_ARTIFACTS_ANNOTATION: value}, 20)
+
+
+def test_the_default_root_is_one_per_watches_file(tmp_path: Path) -> None:
+    from runner.ansible.artifacts import default_artifacts_dir
+
+    a = default_artifacts_dir(tmp_path / "a" / "watches.yaml", tmp="/t")
+    b = default_artifacts_dir(tmp_path / "b" / "watches.yaml", tmp="/t")
+    assert a.parent == b.parent == Path("/t/operator-runner") and a != b
+    assert a == default_artifacts_dir(tmp_path / "a" / "watches.yaml", tmp="/t")  # stable

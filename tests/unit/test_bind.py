@@ -79,3 +79,32 @@ def test_cli_rejects_a_bad_address(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--metrics-bind-address=8080"])
     assert "has no port" in capsys.readouterr().err
+
+
+def test_a_taken_port_names_the_flag() -> None:
+    import asyncio
+    import errno
+    import socket
+
+    from aiohttp import web
+
+    from runner.app.bind import Endpoint
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        endpoint = Endpoint(
+            "metrics", web.Application(), BindAddress("127.0.0.1", port), "--metrics-bind-address"
+        )
+        with pytest.raises(SystemExit) as exc:
+            asyncio.run(endpoint.start())
+    message = str(exc.value)
+    assert f"cannot serve metrics on 127.0.0.1:{port}" in message
+    assert f"--metrics-bind-address=:{port + 1}" in message
+    assert "--metrics-bind-address=0 to switch it off" in message
+    default = Endpoint(
+        "metrics", web.Application(), BindAddress(None, 8080), "--metrics-bind-address"
+    )
+    in_use = OSError(errno.EADDRINUSE, "Address already in use")
+    assert "kubectl" in default.bind_error(in_use)  # why :8080 in particular is often taken

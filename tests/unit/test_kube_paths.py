@@ -47,3 +47,30 @@ def test_a_parsed_path_builds_back() -> None:
         info = parse_path(path)
         assert isinstance(info, RequestInfo)
         assert info.path(info.name) == path
+
+
+def test_discovery_finds_a_kind_and_its_names() -> None:
+    from runner.kube.resources import find_resource
+
+    assert kube.get_api_resources("", "v1").path == "/api/v1"
+    assert kube.get_api_resources("swallowlab.com", "v1alpha1").path == (
+        "/apis/swallowlab.com/v1alpha1"
+    )
+    listing = {
+        "resources": [
+            {"name": "echoflasks/status", "kind": "EchoFlask", "namespaced": True},
+            {
+                "name": "echoflasks",
+                "singularName": "echoflask",
+                "kind": "EchoFlask",
+                "namespaced": True,
+                "shortNames": ["ef"],
+            },
+        ]
+    }
+    found = find_resource(listing, "swallowlab.com", "v1alpha1", "EchoFlask")
+    assert found is not None
+    resource, names = found
+    assert resource == Resource("swallowlab.com", "v1alpha1", "echoflasks", "EchoFlask", True)
+    assert names == ("echoflasks", "echoflask", "ef")
+    assert find_resource(listing, "swallowlab.com", "v1alpha1", "Echo") is None

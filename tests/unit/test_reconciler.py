@@ -275,3 +275,88 @@ def test_a_run_without_a_result_is_an_error(tmp_path: Path) -> None:
     outcome = reconcile(reconciler(tmp_path, api, runs))
     assert outcome.failed and outcome.errored
     assert "no role" in condition(api.obj(), "Failure")["message"]
+
+
+def check_reconciler(tmp_path: Path, api: FakeApi, runs: FakeRuns, **watch: Any) -> Reconciler:
+    rec = reconciler(tmp_path, api, runs, **watch)
+    rec.options = Options(reconcile_period=60.0, ansible_args=("--diff",), check=True)
+    return rec
+
+
+def test_check_mode_runs_the_role_with_check_and_writes_nothing(tmp_path: Path) -> None:
+    api, runs = FakeApi(), FakeRuns(success())
+    api.put(echo())
+    rec = check_reconciler(tmp_path, api, runs, finalizer=Finalizer(name=FINALIZER))
+    outcome = reconcile(rec)
+    assert not outcome.failed and "check mode" in outcome.detail
+    [request] = runs.requests
+    assert request.cmdline == ("--diff", "--check")
+    assert api.writes() == [] and api.events == []  # no finalizer, no status, no Event
+
+
+def test_check_mode_failure_writes_nothing_either(tmp_path: Path) -> None:
+    api, runs = FakeApi(), FakeRuns(failure("boom"))
+    api.put(echo())
+    outcome = reconcile(check_reconciler(tmp_path, api, runs))
+    assert outcome.failed and outcome.detail == "boom"
+    assert api.writes() == [] and api.events == []
+
+
+def test_check_mode_with_a_given_cr_that_is_not_in_the_cluster(tmp_path: Path) -> None:
+    api, runs = FakeApi(), FakeRuns(success())  # the API has no object at all
+    given = echo()
+    given["spec"] = {"command": "echo from the file"}
+    outcome = asyncio.run(check_reconciler(tmp_path, api, runs).reconcile(REF, given))
+    assert not outcome.failed and not outcome.forget
+    assert "echo from the file" in runs.requests[0].extravars_text
+    assert runs.requests[0].envvars["OPERATOR_RUNNER_CR_UNSAVED"] == "1"  # for k8s_status
+    assert api.writes() == []
+
+
+def test_the_run_log_line_names_its_artifacts(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    api, runs = FakeApi(), FakeRuns(success())
+    api.put(echo())
+    with caplog.at_level("INFO", logger="runner.reconcile"):
+        reconcile(reconciler(tmp_path, api, runs))
+    [line] = [r for r in caplog.records if r.getMessage().startswith("ran reconcile")]
+    where = tmp_path / "artifacts" / "x.example.com" / "Echo" / "ns" / "e1" / "artifacts"
+    assert f"(artifacts: {where / runs.requests[0].ident})" in line.getMessage()
+    assert line.__dict__["artifacts"] == str(where / runs.requests[0].ident)
+
+
+def test_a_run_that_changed_nothing_is_logged_at_debug(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    idle = success()
+    idle.summary.stats = {**STATS, "changed": {}}  # a resync of a healthy CR
+    api, runs = FakeApi(), FakeRuns(idle)
+    api.put(echo())
+    with caplog.at_level("DEBUG", logger="runner.reconcile"):
+        reconcile(reconciler(tmp_path, api, runs))
+    [line] = [r for r in caplog.records if r.getMessage().startswith("ran reconcile")]
+    assert line.levelname == "DEBUG"
+
+
+def test_task_lines_ok_and_skipped_at_debug_changed_and_failed_at_info(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from runner.ansible.executor import _log_event
+    from runner.ansible.interface import LogEvents
+
+    events = [
+        ("runner_on_ok", {"task": "a", "res": {"changed": False}}),
+        ("runner_on_skipped", {"task": "b"}),
+        ("runner_on_ok", {"task": "c", "res": {"changed": True}}),
+        ("runner_on_failed", {"task": "d"}),
+    ]
+    with caplog.at_level("DEBUG", logger="runner.executor"):
+        for kind, data in events:
+            _log_event({"event": kind, "event_data": data}, LogEvents.TASKS, {})
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("DEBUG", "task ok: a"),
+        ("DEBUG", "task skipped: b"),
+        ("INFO", "task changed: c"),
+        ("WARNING", "task failed: d"),
+    ]

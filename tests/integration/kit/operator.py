@@ -65,6 +65,7 @@ def launch(
         "run",
         f"--watches-file={watches}",
         "--log-format=json",
+        "--zap-log-level=debug",  # every task and run: tests look for ok tasks and quiet runs
         f"--artifacts-dir={artifacts}",
         f"--max-concurrent-reconciles={max_concurrent}",
         # no fixed ports in tests (operators may run side by side); `args` may override these

@@ -555,10 +555,24 @@ def desired_status(current: dict[str, Any], params: dict[str, Any], now: str) ->
 # --- the module ----------------------------------------------------------------------------------
 
 
+def unsaved_cr(target: Target, env: dict[str, str]) -> bool:
+    """The target is the reconciled CR, given from a file in check mode (it may not exist)."""
+    return (
+        env.get(ENV + "UNSAVED") == "1"
+        and target.name == env.get(ENV + "NAME")
+        and target.kind == env.get(ENV + "KIND")
+    )
+
+
 def update_status(module: AnsibleModule, api: Any) -> dict[str, Any]:
     target = resolve_target(module.params, dict(os.environ))
     path = object_path(api, target)
-    obj = read_object(api, path, target)
+    try:
+        obj = read_object(api, path, target)
+    except ModuleError:
+        if not (module.check_mode and unsaved_cr(target, dict(os.environ))):
+            raise
+        obj = {}  # `operator-runner reconcile --check -f` of a CR not in the cluster yet
     status = obj.get("status")
     current: dict[str, Any] = status if isinstance(status, dict) else {}
     desired = desired_status(current, module.params, now_rfc3339())
