@@ -25,6 +25,7 @@ KINDS = (
     "Requeue",
     "Broken",
     "Paused",
+    "Noisy",
 )
 FINALIZER = f"{GROUP}/finalizer"
 
@@ -168,6 +169,23 @@ def test_pause_works_under_both_executors(env: Env) -> None:
     assert failure and failure["status"] == "False", failure
     running = condition(obj, "Running")
     assert running and running["ansibleResult"]["failures"] == 0
+
+
+def test_a_failing_tasks_reason_survives_a_huge_result(env: Env) -> None:
+    """1 MB of output is more than ansible-runner keeps of a result in its event: the reason
+    still reaches the Failure condition and the Event, bounded."""
+    env.create("Noisy", "noisy", {"reason": "the disk is on fire"})
+    obj = env.wait_condition("Noisy", "noisy", "Failure")
+    message = condition(obj, "Failure")["message"]  # type: ignore[index]
+    assert message.startswith("Print a lot, then fail: non-zero return code")
+    assert message.endswith("the disk is on fire"), message[:2000]
+    assert len(message) < 4000
+    warning = wait_for(
+        lambda: [e for e in env.events("noisy") if e.type == "Warning"],
+        timeout=30,
+        what="a Warning Event",
+    )
+    assert "the disk is on fire" in warning[0].message
 
 
 def test_finalizer_runs_on_delete(env: Env) -> None:
