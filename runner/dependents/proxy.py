@@ -22,10 +22,8 @@ import logging
 import os
 import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -40,8 +38,13 @@ from runner.dependents.ownership import (
     parse_path,
 )
 from runner.kube.client import JSON_PATCH, AsyncUpstream
+from runner.util import tempdirs
 
 log = logging.getLogger("runner.proxy")
+
+#: Each run's kubeconfig is written here (removed on stop, and by the next operator if this
+#: one was killed).
+KUBECONFIGS_DIR_PREFIX = "operator-runner-kubeconfigs-"
 
 WriteListener = Callable[[RequestInfo, Owner, dict[str, Any]], None]
 _HOP_HEADERS = {
@@ -115,7 +118,7 @@ class Proxy:
         self.url = ""
         self._owners: dict[str, Owner] = {}
         self._runner: web.AppRunner | None = None
-        self._kubeconfigs = Path(tempfile.mkdtemp(prefix="operator-runner-kubeconfigs-"))
+        self._kubeconfigs = tempdirs.private_dir(KUBECONFIGS_DIR_PREFIX)
 
     # -- lifecycle --------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from .kit import (
     condition,
     crd,
     install_crd,
+    launch,
     operator,
     temporary_namespace,
     wait_for,
@@ -102,6 +103,48 @@ def test_sigterm_is_bounded_by_the_grace_period(
         assert op.stop(timeout=60) == 0
         assert time.monotonic() - start < 20
         assert not _successful(api, namespace, "too-slow")
+
+
+def test_sigkill_leftovers_are_removed_at_the_next_start(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """A SIGKILLed operator leaves its temp folders (a run's kubeconfig with its token, the
+    warm executors' sockets); the next operator removes them, and only those."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {"TMPDIR": str(tmp)}
+    (tmp_path / "killed").mkdir()
+    killed = launch(cluster, tmp_path / "killed", watches=WATCHES, namespaces=[namespace], env=env)
+    try:
+        with cluster.api_client() as api:
+            _create(api, namespace, "interrupted", {"seconds": 10})
+            wait_for(lambda: _started(killed, "interrupted"), timeout=60, what="the run")
+        kubeconfigs = wait_for(
+            lambda: [p for p in tmp.glob("operator-runner-kubeconfigs-*/*.json")],
+            timeout=30,
+            what="the run's kubeconfig",
+        )
+    finally:
+        killed.proc.kill()
+        killed.proc.wait(timeout=30)
+    left = sorted(p for p in tmp.iterdir() if p.name.startswith("operator-runner-"))
+    assert kubeconfigs[0].parent in left
+    assert any(p.name.startswith("operator-runner-warm-") for p in left), left
+    assert all(str(killed.proc.pid) in p.name for p in left), left
+
+    with (
+        cluster.api_client() as api,
+        operator(cluster, tmp_path, watches=WATCHES, namespaces=[namespace], env=env) as op,
+    ):
+        _create(api, namespace, "after", {"seconds": 0})
+        wait_for(lambda: _successful(api, namespace, "after"), timeout=90, what="a new run")
+        wait_for(
+            lambda: not any(p.exists() for p in left),
+            timeout=30,
+            what=f"the killed operator's folders to be removed: {left}",
+        )
+        ours = [p.name for p in tmp.iterdir() if p.name.startswith("operator-runner-kubeconfigs-")]
+        assert ours and all(str(op.proc.pid) in name for name in ours), ours
 
 
 def test_api_server_outage_is_survived(tmp_path: Path) -> None:
