@@ -261,7 +261,10 @@ class Executor:
             quiet=True,
             event_handler=on_event,
             cancel_callback=cancel,
-            settings={"suppress_ansible_output": True},
+            # ansible-runner looks at cancel_callback each time pexpect returns: at the latest
+            # after pexpect_timeout (5 s by default) of a silent run; shutdown's grace period
+            # ends with a cancel that must take effect within a second
+            settings={"suppress_ansible_output": True, "pexpect_timeout": 0.5},
         )
         _scrub_command(private / "artifacts" / request.ident / "command")
         tail = ""

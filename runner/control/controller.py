@@ -97,11 +97,15 @@ class Controller:
                 log.info("removed the artifacts of %d %s gone while unwatched", removed, gvk.kind)
             await asyncio.sleep(every)
 
-    async def stop(self, timeout: float) -> bool:
-        """Stop taking keys; wait up to `timeout` s for runs in progress. True if all ended."""
+    def stop_taking(self) -> None:
+        """No worker takes another key (each ends once its run in progress did)."""
         self.queue.close()
         if self._sweeper is not None:
             self._sweeper.cancel()
+
+    async def stop(self, timeout: float) -> bool:
+        """Stop taking keys; wait up to `timeout` s for runs in progress. True if all ended."""
+        self.stop_taking()
         if not self._tasks:
             return True
         _done, pending = await asyncio.wait(self._tasks, timeout=timeout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 import uuid
@@ -103,6 +104,63 @@ def test_sigterm_is_bounded_by_the_grace_period(
         assert op.stop(timeout=60) == 0
         assert time.monotonic() - start < 20
         assert not _successful(api, namespace, "too-slow")
+
+
+def _run_starts(op: RunningOperator, names: list[str]) -> dict[str, list[float]]:
+    """When each run of these CRs began (epoch seconds), from its artifact folder: a run's
+    ident is the time it was made, just before ansible-runner starts."""
+    starts: dict[str, list[float]] = {}
+    for name in names:
+        runs = op.artifacts.glob(f"{GROUP}/Slow/*/{name}/artifacts/*")
+        starts[name] = sorted(int(run.name) / 1e9 for run in runs if run.name.isdigit())
+    return starts
+
+
+def test_sigterm_starts_no_new_run_and_exits_within_the_grace_period(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """A worker busy with a run longer than the grace period, another going through a queue
+    of short runs: after SIGTERM no run starts, and the process is gone by grace + 2 s."""
+    grace = 3.0
+    short = [f"short-{i:02}" for i in range(30)]
+    op = launch(
+        cluster,
+        tmp_path,
+        watches=WATCHES,
+        namespaces=[namespace],
+        args=(f"--graceful-shutdown-timeout={grace:g}s",),
+        max_concurrent=2,
+    )
+    try:
+        with cluster.api_client() as api:
+            _create(api, namespace, "long", {"seconds": 120})
+            wait_for(lambda: _started(op, "long"), timeout=60, what="the long run")
+            for name in short:
+                _create(api, namespace, name, {"seconds": 1})
+            wait_for(
+                lambda: sum(1 for runs in _run_starts(op, short).values() if runs) >= 3,
+                timeout=90,
+                what="short runs going one after the other",
+            )
+        signalled = time.time()
+        start = time.monotonic()
+        op.proc.send_signal(signal.SIGTERM)
+        code = op.proc.wait(timeout=120)
+        took = time.monotonic() - start
+    finally:
+        if op.proc.poll() is None:
+            op.proc.kill()
+            op.proc.wait(timeout=30)
+    starts = _run_starts(op, short)
+    # a worker may have taken its key just before the signal was handled: a second at most
+    late = {
+        name: [round(t - signalled, 2) for t in runs if t > signalled + 1.0]
+        for name, runs in starts.items()
+    }
+    late = {name: after for name, after in late.items() if after}
+    assert not late, f"runs started after SIGTERM (s after the signal): {late}"
+    assert code == 0, op.log_text()[-3000:]
+    assert took < grace + 2 + 1, f"exited {took:.1f} s after SIGTERM (grace {grace:g} s)"
 
 
 def test_sigkill_leftovers_are_removed_at_the_next_start(
