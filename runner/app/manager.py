@@ -19,6 +19,7 @@ from runner.ansible import collections_path
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.executor import Executor
 from runner.ansible.interface import LogEvents
+from runner.app import outage
 from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
 from runner.app.kopf_import import kopf
 from runner.app.namespaces import skip_refused_namespace_scan
@@ -197,6 +198,8 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         f" (via the kubernetes package: {credentials.plugin} user)" if credentials.fallback else "",
     )
     client = KubeClient(credentials)
+    prober = outage.Prober(client)
+    prober.start()
     artifacts = Artifacts(config.artifacts_dir)
     executor = Executor(
         roles_paths=[config.watches_file.resolve().parent / "roles"],
@@ -215,6 +218,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         graceful_timeout=config.graceful_shutdown_timeout,
     )
     if not await production.lead():  # stopped while standing by: nothing of ours ran
+        await prober.stop()
         await production.close()
         client.close()
         return 0
@@ -285,6 +289,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         production.stopping()
         await production.drained()  # begun at the signal: the rest of the grace period
         await production.close()  # after the runs ended: release the Lease, stop the endpoints
+        await prober.stop()
         await dependents.stop()
         await proxy.stop()
         await upstream.close()
@@ -311,6 +316,7 @@ def run_operator(config: OperatorConfig) -> int:
     if not loaded.watches:
         print(f"operator-runner: {config.watches_file}: no watches", file=sys.stderr)
         return 1
+    outage.install()  # connection errors: one line per outage, no tracebacks
     try:
         return asyncio.run(_serve(config, loaded.watches))
     except KeyboardInterrupt:

@@ -205,8 +205,10 @@ def test_sigkill_leftovers_are_removed_at_the_next_start(
         assert ours and all(str(op.proc.pid) in name for name in ours), ours
 
 
-def test_api_server_outage_is_survived(tmp_path: Path) -> None:
-    """On a cluster of its own: stop the control plane under the operator, start it again."""
+def test_api_server_outage_is_survived_and_logged_once(tmp_path: Path) -> None:
+    """On a cluster of its own: stop the control plane under the operator, start it again.
+    The operator carries on, and its log says so once: one warning that the API server is
+    unreachable, one line that it is back, and no traceback of connection errors."""
     name = f"outage-{uuid.uuid4().hex[:6]}"
     bin_dir = Path(
         subprocess.run([str(CLUSTER_SH), "bin-dir"], check=True, capture_output=True, text=True)
@@ -267,6 +269,17 @@ def test_api_server_outage_is_survived(tmp_path: Path) -> None:
                     what="a reconcile after the outage",
                 )
             assert op.proc.poll() is None, "the operator kept running through the outage"
+            wait_for(
+                lambda: any(" is back after " in line.get("msg", "") for line in op.log_lines()),
+                timeout=30,
+                what="the line that says the API server is back",
+            )
+        lines = op.log_lines()
+        down = [line for line in lines if "unreachable" in line.get("msg", "")]
+        back = [line for line in lines if " is back after " in line.get("msg", "")]
+        assert "Traceback" not in op.log_text(), op.log_text()[-5000:]
+        assert [line.get("level") for line in down] == ["warning"], down
+        assert len(back) == 1, back
     finally:
         subprocess.run([str(CLUSTER_SH), "down", name], check=False)
 
