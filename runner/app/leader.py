@@ -12,10 +12,10 @@ watches and reconciles, the others stand by in `acquire()`.
   after the leader's last renewal.
 - Renew: the leader renews every retry period. A failed or timed-out renewal (each attempt
   gets half the renew deadline at most) is tried again every retry period; only when it could
-  not renew for the renew deadline (10 s), or sees another holder, it has lost the Lease: the caller stops reconciling at once
-  and exits non-zero (as controller-runtime does), 5 s before anyone else may take the Lease
-  (lease duration 15 s). The deadline counts from the moment the last successful renewal was
-  sent, so it is never later than the renewTime others see.
+  not renew for the renew deadline (10 s), or sees another holder, has it lost the Lease: the
+  caller stops reconciling at once and exits non-zero (as controller-runtime does), 5 s before
+  anyone else may take the Lease (lease duration 15 s). The deadline counts from the moment
+  the last successful renewal was sent, so it is never later than the renewTime others see.
 - Release: on a clean shutdown, once the runs in progress ended, the leader writes the Lease
   with no holder, `leaseDurationSeconds: 1` and `renewTime` now, so a standby takes over at its
   next look instead of waiting for the lease to expire.
