@@ -313,6 +313,7 @@ class Production:
                     queue_scheduled=len(controller.queue) - due,
                     busy_workers=controller.busy,
                     workers=controller.workers,
+                    longest_wait=controller.queue.longest_wait(),
                 )
 
             self.metrics.track(gvk.kind, gvk.group, stats)

@@ -38,7 +38,7 @@ class Controller:
         self.metrics = metrics
         self.watch = reconciler.watch
         self.workers = workers
-        self.queue: WorkQueue[ObjectRef] = WorkQueue()
+        self.queue: WorkQueue[ObjectRef] = WorkQueue(on_wait=self._observe_wait)
         self.backoff = backoff or Backoff()
         self._seen: dict[ObjectRef, Seen] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -150,6 +150,10 @@ class Controller:
         self.metrics.observe_reconcile(
             gvk.kind, gvk.group, gvk.version, result, seconds, outcome.failed_tasks
         )
+
+    def _observe_wait(self, seconds: float) -> None:
+        gvk = self.watch.gvk
+        self.metrics.observe_queue_wait(gvk.kind, gvk.group, seconds)
 
     def _requeue(self, ref: ObjectRef, outcome: Outcome) -> None:
         if outcome.forget:
