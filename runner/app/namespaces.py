@@ -20,7 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from runner.app.kopf_import import kopf
+from runner.app.kopf_import import kopf, kopf_observation
 from runner.kube.client import ApiError, KubeClient, list_namespaces
 
 log = logging.getLogger("runner.manager")
@@ -61,8 +61,7 @@ async def skip_refused_namespace_scan(client: KubeClient, namespaces: Sequence[s
     """Before kopf starts: no ~54 s stall when the namespaces are names we cannot list."""
     if not exact_names(namespaces) or await may_list_namespaces(client):
         return
-    from kopf._core.reactor import observation  # the observer kopf's reactor calls
-
+    observation = kopf_observation  # the module whose observer kopf's reactor calls
     if not getattr(observation.namespace_observer, "__wrapped__", None):
         observation.namespace_observer = _without_backoff(  # type: ignore[assignment]
             observation.namespace_observer
