@@ -31,7 +31,7 @@ log = logging.getLogger("runner.outage")
 _KOPF_CONNECTION_LINE = re.compile(
     r"(ClientConnectorError|ClientConnectionError|ServerDisconnectedError|ClientOSError|"
     r"ServerTimeoutError|ConnectionTimeoutError|SocketTimeoutError|ConnectionRefusedError|"
-    r"ConnectionResetError|ConnectionAbortedError|TimeoutError)\("
+    r"ConnectionResetError|ConnectionAbortedError|TimeoutError|ClientPayloadError)\("
 )
 
 

@@ -27,6 +27,7 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     ConnectionError,  # refused, reset, aborted, broken pipe (all OSError)
     TimeoutError,  # builtin (OSError): connect and read timeouts
     aiohttp.ClientConnectionError,  # ClientConnectorError, ServerDisconnectedError, timeouts
+    aiohttp.ClientPayloadError,  # a response (a watch stream) cut off when the server went
     urllib3.exceptions.NewConnectionError,
     urllib3.exceptions.ConnectTimeoutError,
     urllib3.exceptions.ReadTimeoutError,

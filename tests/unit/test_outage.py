@@ -51,6 +51,7 @@ def refused_port() -> int:
         ConnectionResetError(104, "reset"),
         TimeoutError("timed out"),
         aiohttp.ServerDisconnectedError(),
+        aiohttp.ClientPayloadError("Response payload is not completed"),
         urllib3.exceptions.NewConnectionError(None, "Failed to establish a new connection"),
         urllib3.exceptions.ReadTimeoutError(None, "/apis", "Read timed out."),
         urllib3.exceptions.ProtocolError("Connection aborted."),
