@@ -225,9 +225,10 @@ class Executor:
         private = request.private_dir
         (private / "env").mkdir(parents=True, exist_ok=True, mode=0o700)
         (private / "inventory").mkdir(exist_ok=True, mode=0o700)
-        # ansible-runner saves the envvars and settings of a run into env/ and prefers those
-        # files to its arguments on the next run: stale kubeconfig paths. Pass them fresh.
-        for stale in ("envvars", "settings"):
+        # ansible-runner saves the envvars, settings and command line of a run into env/ and
+        # prefers those files to its arguments on the next run (stale kubeconfig paths; the
+        # warm path's playbook argument on a plain run). Pass them fresh.
+        for stale in ("envvars", "settings", "cmdline"):
             (private / "env" / stale).unlink(missing_ok=True)
         extravars = private / "env" / "extravars"
         _write_private(extravars, request.extravars_text)
