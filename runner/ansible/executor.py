@@ -229,9 +229,10 @@ class Executor:
         private = request.private_dir
         (private / "env").mkdir(parents=True, exist_ok=True, mode=0o700)
         (private / "inventory").mkdir(exist_ok=True, mode=0o700)
-        # ansible-runner saves the envvars and settings of a run into env/ and prefers those
-        # files to its arguments on the next run: stale kubeconfig paths. Pass them fresh.
-        for stale in ("envvars", "settings"):
+        # ansible-runner saves the envvars, settings and command line of a run into env/ and
+        # prefers those files to its arguments on the next run (stale kubeconfig paths; the
+        # warm path's playbook argument on a plain run). Pass them fresh.
+        for stale in ("envvars", "settings", "cmdline"):
             (private / "env" / stale).unlink(missing_ok=True)
         extravars = private / "env" / "extravars"
         _write_private(extravars, request.extravars_text)
@@ -265,7 +266,10 @@ class Executor:
             quiet=not request.echo,
             event_handler=on_event,
             cancel_callback=cancel,
-            settings={"suppress_ansible_output": not request.echo},
+            # ansible-runner looks at cancel_callback each time pexpect returns: at the latest
+            # after pexpect_timeout (5 s by default) of a silent run; shutdown's grace period
+            # ends with a cancel that must take effect within a second
+            settings={"suppress_ansible_output": not request.echo, "pexpect_timeout": 0.5},
         )
         _scrub_command(private / "artifacts" / request.ident / "command")
         tail = ""

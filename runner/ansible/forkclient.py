@@ -3,6 +3,7 @@ ansible_python_interpreter, which hands its job to a server or execs the real pr
 
 from __future__ import annotations
 
+import termios
 from pathlib import Path
 
 # --- client --------------------------------------------------------------------------------
@@ -13,7 +14,11 @@ from pathlib import Path
 CLIENT = r"""
 import _signal, _socket, marshal, posix, sys
 
+RELEASED = []  # the controlling terminal we let go of for the job (fd 0), if any
+
 def fallback():
+    if RELEASED:  # the real program runs here after all: take the terminal back
+        reclaim_terminal()
     posix.execv(FALLBACK[0], FALLBACK + sys.argv[1:])
 
 def decode(b):
@@ -31,6 +36,29 @@ def lines(conn):
         word, _, value = decode(line).partition(" ")
         yield word, value
 
+def release_terminal():
+    # ansible-runner runs us under pexpect: a session leader whose controlling terminal is the
+    # pty on fd 0, as ansible-playbook is on the plain path. The job runs in the server's
+    # process tree, in a session of its own; it can make that pty its controlling terminal
+    # (what Ansible's prompts and `pause` need: tcgetpgrp, raw mode) only once we let go of it.
+    # Letting go sends SIGHUP to our own process group: ignored meanwhile.
+    import fcntl
+    _signal.signal(_signal.SIGHUP, _signal.SIG_IGN)
+    try:
+        fcntl.ioctl(0, TIOCNOTTY)
+    except OSError:  # not our controlling terminal: nothing to hand over
+        _signal.signal(_signal.SIGHUP, _signal.SIG_DFL)
+        return
+    RELEASED.append(True)
+
+def reclaim_terminal():
+    import fcntl
+    try:
+        fcntl.ioctl(0, TIOCSCTTY, 0)
+    except OSError:
+        pass
+    _signal.signal(_signal.SIGHUP, _signal.SIG_DFL)
+
 def main():
     path = posix.environ.get(SOCKET_ENV.encode())
     if not path:
@@ -40,6 +68,8 @@ def main():
         conn.connect(path)
     except OSError:
         fallback()
+    if posix.isatty(0):
+        release_terminal()
     env = {decode(k): decode(v) for k, v in posix.environ.items()}
     job = {"argv": [FALLBACK[-1]] + sys.argv[1:], "cwd": posix.getcwd(), "env": env}
     body = marshal.dumps(job)
@@ -68,7 +98,10 @@ main()
 def client_script(python: str, socket_env: str, fallback: list[str]) -> str:
     """A client executable: `fallback` is what to exec when no server takes the job (its last
     item is argv[0] for the job)."""
-    return f"#!{python} -IS\nSOCKET_ENV = {socket_env!r}\nFALLBACK = {fallback!r}\n" + CLIENT
+    return (
+        f"#!{python} -IS\nSOCKET_ENV = {socket_env!r}\nFALLBACK = {fallback!r}\n"
+        f"TIOCNOTTY = {termios.TIOCNOTTY}\nTIOCSCTTY = {termios.TIOCSCTTY}\n" + CLIENT
+    )
 
 
 def write_client(path: Path, python: str, socket_env: str, fallback: list[str]) -> Path:

@@ -247,11 +247,12 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    os.setpgid(0, 0)
+    os.setsid()  # a session (and process group) of its own, as ansible-runner's pexpect child
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target)
     for fd in fds:
         os.close(fd)
+    _take_terminal()
     env = job["env"]
     assert isinstance(env, dict)
     os.environ.clear()
@@ -284,6 +285,19 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
         with contextlib.suppress(OSError):
             _send(conn, "exit", code)
         os._exit(code)
+
+
+def _take_terminal() -> None:
+    """Make the client's terminal (a run's pty: the client let go of it) the job's controlling
+    terminal, with the job in the foreground, as the plain path's ansible-playbook has it:
+    Ansible's prompts and `ansible.builtin.pause` need that (tcgetpgrp, raw mode)."""
+    if not os.isatty(0):
+        return
+    import fcntl
+    import termios
+
+    with contextlib.suppress(OSError):
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def _reap(signum: int, frame: object) -> None:

@@ -8,6 +8,7 @@ messages go into the `Failure` condition, the stats into `ansibleResult`, and a 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -70,21 +71,70 @@ def _readable(detail: str) -> str:
     return detail[: match.start()] + str(message) + detail[match.end() :]
 
 
-def failure_message(event_data: Mapping[str, Any]) -> str:
-    """`<task>: <what went wrong>` for a failed task, as terse as Ansible's own output."""
+#: A failure's detail is cut to this many characters (a task's `msg` keeps its head, a
+#: command's stderr its tail), so that one task's huge output cannot push the reason (or the
+#: other failures) out of the `Failure` condition and the Event.
+MAX_DETAIL = 800
+ELLIPSIS = "…"
+
+
+def _head(text: str, limit: int = MAX_DETAIL) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + ELLIPSIS
+
+
+def _tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else ELLIPSIS + text[-(limit - 1) :].lstrip()
+
+
+_DISPLAYED_RESULT = re.compile(r"(?:FAILED|UNREACHABLE)! => ")
+_DISPLAYED_MSG = re.compile(r'"msg": ("(?:[^"\\]|\\.)*")')
+_ERROR_LINE = re.compile(r"\[ERROR\]: (.+)")
+
+
+def displayed_result(stdout: str) -> Mapping[str, Any]:
+    """The task result as Ansible printed it (`fatal: [host]: FAILED! => {...}`) in an event's
+    `stdout`: ansible-runner drops an event's `res` when it is larger than MAX_EVENT_RES
+    (700 kB), so a failing command with a lot of output would otherwise lose its reason."""
+    match = _DISPLAYED_RESULT.search(stdout)
+    if match:
+        try:
+            res, _ = json.JSONDecoder().raw_decode(stdout, match.end())
+        except ValueError:
+            res = None
+        if isinstance(res, Mapping):
+            return res
+        quoted = _DISPLAYED_MSG.search(stdout, match.end())
+        if quoted:
+            with contextlib.suppress(ValueError):
+                return {"msg": json.loads(quoted.group(1))}
+    error = _ERROR_LINE.search(stdout)  # ansible-core's own one-line summary
+    if error:
+        return {"msg": error.group(1).strip()}
+    return {}
+
+
+def failure_message(event_data: Mapping[str, Any], stdout: str = "") -> str:
+    """`<task>: <what went wrong>` for a failed task, as terse as Ansible's own output: the
+    task's `msg` (for a command, followed by the end of its stderr), bounded."""
     task = str(event_data.get("task") or event_data.get("task_action") or "task")
     res = event_data.get("res") or {}
+    if not res and stdout:
+        res = displayed_result(stdout)
     detail = ""
     if isinstance(res, Mapping):
         for key in ("msg", "stderr", "module_stderr", "exception"):
             value = res.get(key)
             if value:
-                detail = str(value).strip()
+                detail = _head(_readable(str(value).strip()))
                 break
         if not detail and res.get("results"):
             items = [r for r in res["results"] if isinstance(r, Mapping) and r.get("failed")]
-            detail = "; ".join(str(r.get("msg", "failed")) for r in items)
-    return f"{task}: {_readable(detail) or 'failed'}"
+            detail = _head("; ".join(str(r.get("msg", "failed")) for r in items))
+        stderr = str(res.get("stderr") or "").strip()
+        if res.get("msg") and "rc" in res and stderr and stderr not in detail:
+            # a command's msg says only "non-zero return code": its reason is in stderr
+            detail += ": " + _tail(stderr, MAX_DETAIL)
+    return f"{task}: {detail or 'failed'}"
 
 
 def summarize(events: Iterable[Mapping[str, Any]]) -> RunSummary:
@@ -106,7 +156,7 @@ def apply_event(summary: RunSummary, event: Mapping[str, Any]) -> None:
         if summary.failed_hosts() == 0:
             summary.failures.clear()  # every failure was rescued or ignored
     elif kind in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
-        summary.failures.append(failure_message(data))
+        summary.failures.append(failure_message(data, str(event.get("stdout") or "")))
     elif kind == "runner_on_ok" and data.get("task_action") in REQUEUE_ACTIONS:
         period = (data.get("res") or {}).get("period")
         if isinstance(period, (int, float)):

@@ -18,12 +18,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from runner.ansible import forkclient, forkserver
+from runner.util import tempdirs
 
 log = logging.getLogger("runner.warm")
 
 PLAYBOOK_SOCKET_ENV = "OPERATOR_RUNNER_PLAYBOOK_SOCKET"
 MODULE_SOCKET_ENV = "OPERATOR_RUNNER_MODULE_SOCKET"
 _PER_RUN = ("ANSIBLE_CACHE_PLUGIN_CONNECTION",)
+#: The servers' sockets and clients (removed on stop, and by the next operator if this one
+#: was killed).
+WARM_DIR_PREFIX = "operator-runner-warm-"
 
 
 def runner_env(base: Mapping[str, str]) -> dict[str, str]:
@@ -43,8 +47,7 @@ def runner_env(base: Mapping[str, str]) -> dict[str, str]:
 
 class WarmPool:
     def __init__(self, base_env: Mapping[str, str]) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="operator-runner-warm-"))
-        os.chmod(self.dir, 0o700)
+        self.dir = tempdirs.private_dir(WARM_DIR_PREFIX)
         self.sockets = {kind: str(self.dir / f"{kind}.sock") for kind in ("playbook", "module")}
         real_playbook = str(Path(sys.executable).parent / "ansible-playbook")
         self.playbook_client = forkclient.write_client(

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-__all__ = ["kopf"]
+__all__ = ["kopf", "kopf_observation"]
 
 
 class _RefuseKubernetes(importlib.abc.MetaPathFinder):
@@ -38,5 +38,6 @@ _finder = _RefuseKubernetes()
 sys.meta_path.insert(0, _finder)
 try:
     import kopf
+    from kopf._core.reactor import observation as kopf_observation  # namespaces.py patches it
 finally:
     sys.meta_path.remove(_finder)

@@ -10,11 +10,12 @@ watches and reconciles, the others stand by in `acquire()`.
   A standby looks every retry period (2 s, with a little jitter), and, when the Lease will
   expire sooner than that, right at its expiry, so a failover takes about one lease duration
   after the leader's last renewal.
-- Renew: the leader renews every retry period. When it could not renew for the renew deadline
-  (10 s), or sees another holder, it has lost the Lease: the caller stops reconciling at once
-  and exits non-zero (as controller-runtime does), 5 s before anyone else may take the Lease
-  (lease duration 15 s). The deadline counts from the moment the last successful renewal was
-  sent, so it is never later than the renewTime others see.
+- Renew: the leader renews every retry period. A failed or timed-out renewal (each attempt
+  gets half the renew deadline at most) is tried again every retry period; only when it could
+  not renew for the renew deadline (10 s), or sees another holder, has it lost the Lease: the
+  caller stops reconciling at once and exits non-zero (as controller-runtime does), 5 s before
+  anyone else may take the Lease (lease duration 15 s). The deadline counts from the moment
+  the last successful renewal was sent, so it is never later than the renewTime others see.
 - Release: on a clean shutdown, once the runs in progress ended, the leader writes the Lease
   with no holder, `leaseDurationSeconds: 1` and `renewTime` now, so a standby takes over at its
   next look instead of waiting for the lease to expire.
@@ -187,9 +188,12 @@ class LeaderElector:
                     f"could not renew Lease {config.lease} for {config.renew_deadline:g} s"
                 )
             sent = self._clock()
+            # one attempt may take half the deadline at most: a request that hangs (a transient
+            # timeout) leaves time to try again while the Lease is still ours
+            attempt = min(remaining, config.renew_deadline / 2)
             try:
                 decision = await asyncio.wait_for(
-                    self.try_acquire_or_renew(remaining, renew_only=True), remaining
+                    self.try_acquire_or_renew(attempt, renew_only=True), attempt
                 )
             except (ApiError, OSError, TimeoutError) as err:
                 log.warning(

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,11 +19,12 @@ from runner.ansible import collections_path
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.executor import Executor
 from runner.ansible.interface import LogEvents
+from runner.app import outage
 from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
 from runner.app.kopf_import import kopf
 from runner.app.namespaces import skip_refused_namespace_scan
 from runner.app.production import Production, ProductionConfig
-from runner.control.controller import Controller, drain
+from runner.control.controller import Controller
 from runner.control.reload import RoleReloader
 from runner.dependents.proxy import Proxy
 from runner.dependents.routing import Routes
@@ -155,6 +156,29 @@ def _settings(config: OperatorConfig) -> kopf.OperatorSettings:
     return settings
 
 
+class NotKopfsTasks(Collection["asyncio.Task[Any]"]):
+    """The tasks kopf's shutdown is to leave alone: every task not running kopf's code.
+
+    At its end, kopf waits 5 s for, then cancels, every task created since it started
+    (`run_tasks(ignored=...)` names those to skip): the API proxy's request handlers of runs
+    still going in their grace period, the metrics and health endpoints' connections, the
+    shutdown's own drain. Those are ours to stop, in order."""
+
+    def __contains__(self, task: object) -> bool:
+        coro = task.get_coro() if isinstance(task, asyncio.Task) else None
+        code = getattr(coro, "cr_code", None)
+        return code is None or not code.co_filename.startswith(_KOPF_DIR)
+
+    def __iter__(self) -> Iterator[asyncio.Task[Any]]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+_KOPF_DIR = os.path.dirname(kopf.__file__) + os.sep
+
+
 def connection_info(credentials: creds.Credentials, trust_env: bool = False) -> kopf.ConnectionInfo:
     """kopf's login: our credentials, with the token as it is now."""
     header = credentials.authorization()
@@ -188,18 +212,27 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         f" (via the kubernetes package: {credentials.plugin} user)" if credentials.fallback else "",
     )
     client = KubeClient(credentials)
+    prober = outage.Prober(client)
+    prober.start()
     artifacts = Artifacts(config.artifacts_dir)
     executor = make_executor(config, max_parallel_runs=run_slots(memory_limit_bytes()))
     recorder = EventRecorder(client)
     # -- metrics, health probes, leader election (runner/app/production.py) --
-    production = await Production.start(config.production, client, watches, executor.cancel_all)
+    production = await Production.start(
+        config.production,
+        client,
+        watches,
+        executor.cancel_all,
+        graceful_timeout=config.graceful_shutdown_timeout,
+    )
     if not await production.lead():  # stopped while standing by: nothing of ours ran
+        await prober.stop()
         await production.close()
         client.close()
         return 0
     # --
     registry = kopf.OperatorRegistry()
-    production.register(registry, config.graceful_shutdown_timeout)  # early Lease release
+    production.register(registry)  # early Lease release
     upstream = kube.AsyncUpstream(credentials)
     routes = Routes()
     dependents = DependentWatches(upstream, routes.trigger, config.namespaces)
@@ -252,7 +285,10 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     log.info("namespaces: %s", ", ".join(namespaces) if namespaces else "all")
     await skip_refused_namespace_scan(client, namespaces)
     try:
-        await kopf.operator(
+        # kopf.operator, in its two halves: kopf.spawn_tasks installs kopf's signal handlers,
+        # which set kopf's own stop and only then, once kopf's shutdown is over, would ours
+        # run; so ours are put back in between (the workers stop taking keys at the signal).
+        operator_tasks = await kopf.spawn_tasks(
             registry=registry,
             settings=_settings(config),
             standalone=True,
@@ -261,15 +297,15 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
             ready_flag=production.ready_flag,
             stop_flag=production.stop_flag,
         )
+        production.take_signals()
+        await kopf.run_tasks(operator_tasks, ignored=NotKopfsTasks())
     finally:
         if reloader is not None:
             reloader.cancel()
         production.stopping()
-        log.info(
-            "stopping: waiting up to %g s for running reconciles", config.graceful_shutdown_timeout
-        )
-        await drain(controllers, config.graceful_shutdown_timeout, executor.cancel_all, log)
+        await production.drained()  # begun at the signal: the rest of the grace period
         await production.close()  # after the runs ended: release the Lease, stop the endpoints
+        await prober.stop()
         await dependents.stop()
         await proxy.stop()
         await upstream.close()
@@ -304,6 +340,7 @@ def run_operator(config: OperatorConfig) -> int:
     watches = read_watches(config.watches_file)
     if watches is None:
         return 1
+    outage.install()  # connection errors: one line per outage, no tracebacks
     try:
         return asyncio.run(_serve(config, watches))
     except KeyboardInterrupt:

@@ -13,7 +13,13 @@ Ours (labels `kind` and `group` are the watch's):
 - `operator_runner_queue_depth{kind,group}`: keys due now and waiting for a worker;
   `operator_runner_queue_scheduled{kind,group}`: keys waiting for a later time (resyncs,
   backoff, requeue_after); `operator_runner_busy_workers{kind,group}`,
-  `operator_runner_workers{kind,group}`. These are read from the controllers at scrape time.
+  `operator_runner_workers{kind,group}`, and `operator_runner_queue_longest_wait_seconds`
+  `{kind,group}`: how long the key due the longest has waited for a worker (a backlog that does
+  not drain shows as a number that keeps growing). These are read from the controllers at
+  scrape time.
+- controller-runtime's work queue names, for its dashboards: `workqueue_depth{name}` (keys due
+  now) and `workqueue_queue_duration_seconds{name}`, how long each key waited for a worker once
+  due (`name` is `<kind>.<group>`, lower case).
 - `operator_runner_build_info{version,python,ansible_core,ansible_runner,kopf}` = 1.
 - `leader_election_master_status{name}`: 1 while this process holds the Lease (the name
   controller-runtime uses), 0 otherwise; only with `--leader-elect`.
@@ -56,6 +62,15 @@ DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.
 
 
 StatsSource = Callable[[], WorkerStats]
+
+
+def queue_name(kind: str, group: str) -> str:
+    """A controller's name in controller-runtime's workqueue metrics."""
+    return f"{kind}.{group}".lower() if group else kind.lower()
+
+
+#: Seconds a key waits for a worker once due: from at once to a backlog of many minutes.
+WAIT_BUCKETS = (0.01, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 
 
 def gvk_label(group: str, version: str, kind: str) -> str:
@@ -103,6 +118,16 @@ class _ControllerCollector(Collector):
             "workers": GaugeMetricFamily(
                 "operator_runner_workers", "Workers (max concurrent reconciles).", labels=labels
             ),
+            "longest": GaugeMetricFamily(
+                "operator_runner_queue_longest_wait_seconds",
+                "How long the key due the longest has waited for a worker.",
+                labels=labels,
+            ),
+            "workqueue_depth": GaugeMetricFamily(
+                "workqueue_depth",
+                "Current depth of workqueue (controller-runtime).",
+                labels=["name"],
+            ),
         }
         for (kind, group), source in sorted(self.sources.items()):
             stats = source()
@@ -111,6 +136,8 @@ class _ControllerCollector(Collector):
             families["scheduled"].add_metric(values, stats.queue_scheduled)
             families["busy"].add_metric(values, stats.busy_workers)
             families["workers"].add_metric(values, stats.workers)
+            families["longest"].add_metric(values, stats.longest_wait)
+            families["workqueue_depth"].add_metric([queue_name(kind, group)], stats.queue_depth)
         return families.values()
 
 
@@ -170,6 +197,14 @@ class PrometheusMetrics:
             ["GVK"],
             registry=self.registry,
         )
+        self.queue_wait = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested "
+            "(controller-runtime's name; here: since it became due).",
+            ["name"],
+            buckets=WAIT_BUCKETS,
+            registry=self.registry,
+        )
         self._controllers = _ControllerCollector()
         self.registry.register(self._controllers)
 
@@ -180,6 +215,7 @@ class PrometheusMetrics:
             self.reconciles.labels(kind, group, result)
         self.failed_tasks.labels(kind, group)
         self.duration.labels(kind, group)
+        self.queue_wait.labels(queue_name(kind, group))
 
     def observe_reconcile(
         self, kind: str, group: str, version: str, result: Result, seconds: float, failed_tasks: int
@@ -191,6 +227,9 @@ class PrometheusMetrics:
         gvk = gvk_label(group, version, kind)
         self.sdk_results.labels(gvk, "succeeded" if result == "success" else "failed").inc()
         self.sdk_reconciles.labels(gvk).observe(seconds)
+
+    def observe_queue_wait(self, kind: str, group: str, seconds: float) -> None:
+        self.queue_wait.labels(queue_name(kind, group)).observe(seconds)
 
     def set_leader(self, name: str, leading: bool) -> None:
         self.leader.labels(name).set(1 if leading else 0)

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import copy
 import functools
-import importlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from runner.app.kopf_import import kopf
+from runner.app.kopf_import import kopf, kopf_observation
 from runner.kube.client import ApiError, KubeClient, list_namespaces
 
 log = logging.getLogger("runner.manager")
@@ -62,12 +61,11 @@ async def skip_refused_namespace_scan(client: KubeClient, namespaces: Sequence[s
     """Before kopf starts: no ~54 s stall when the namespaces are names we cannot list."""
     if not exact_names(namespaces) or await may_list_namespaces(client):
         return
-    # the module whose namespace_observer kopf's reactor calls (kopf itself is imported, without
-    # `kubernetes`, by kopf_import above: this only looks the loaded module up)
-    observation = importlib.import_module("kopf._core.reactor.observation")
+    observation = kopf_observation  # the module whose observer kopf's reactor calls
     if not getattr(observation.namespace_observer, "__wrapped__", None):
-        original = observation.namespace_observer
-        observation.namespace_observer = _without_backoff(original)  # type: ignore[attr-defined]
+        observation.namespace_observer = _without_backoff(  # type: ignore[assignment]
+            observation.namespace_observer
+        )
     log.info(
         "namespaces %s: listing Namespaces is not allowed (RBAC), so they are watched as named",
         ", ".join(namespaces),

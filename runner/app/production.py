@@ -104,6 +104,7 @@ class Production:
         endpoints: list[Endpoint],
         elector: LeaderElector | None,
         cancel_runs: Callable[[], None],
+        graceful_timeout: float = 30.0,
     ) -> None:
         self.metrics = metrics
         self.health = health
@@ -115,7 +116,10 @@ class Production:
         self._controllers: list[Controller] = []
         self._hold: asyncio.Task[None] | None = None
         self._stoppers: list[asyncio.Task[bool]] = []
+        self._drain: asyncio.Task[bool] | None = None
+        self.graceful_timeout = graceful_timeout
         self.hard_exit: Callable[[float], None] = _hard_exit  # replaceable in tests
+        self.overdue_exit: Callable[[float, int], None] = _overdue_exit  # replaceable in tests
 
     @property
     def ready_flag(self) -> asyncio.Event:
@@ -130,6 +134,7 @@ class Production:
         watches: list[Watch],
         cancel_runs: Callable[[], None],
         environ: Mapping[str, str] = os.environ,
+        graceful_timeout: float = 30.0,
     ) -> Production:
         metrics_at = _address("--metrics-bind-address", config.metrics_bind_address)
         health_at = _address("--health-probe-bind-address", config.health_probe_bind_address)
@@ -159,7 +164,7 @@ class Production:
         elector = None
         if election is not None:
             elector = LeaderElector(client, election, on_standby=health.standby)
-        return cls(metrics, health, endpoints, elector, cancel_runs)
+        return cls(metrics, health, endpoints, elector, cancel_runs, graceful_timeout)
 
     # -- leadership -------------------------------------------------------------------------
 
@@ -210,20 +215,61 @@ class Production:
         if self.elector is not None and isinstance(self.metrics, PrometheusMetrics):
             self.metrics.set_leader(self.elector.config.name, leading)
 
+    def take_signals(self) -> None:
+        """SIGTERM/SIGINT are ours: call again once kopf has installed its own handlers (in
+        kopf.spawn_tasks), so that the workers stop taking keys the moment the signal arrives,
+        not once kopf's own shutdown is over."""
+        self._install_signal_handlers()
+
     def _install_signal_handlers(self) -> None:
-        """SIGTERM/SIGINT set the stop flag (kopf installs its own once it runs)."""
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signum, self._on_signal, signum)
 
     def _on_signal(self, signum: int) -> None:
-        log.info("signal %s: stopping", signal.Signals(signum).name)
-        self.stop_flag.set()
+        name = signal.Signals(signum).name
+        if self.stop_flag.is_set():
+            log.info("signal %s: already stopping", name)
+            return
+        busy = sum(c.busy for c in self._controllers)
+        log.info(
+            "signal %s: stopping: no new runs; %d running get up to %g s to finish",
+            name,
+            busy,
+            self.graceful_timeout,
+        )
+        self.begin_shutdown()
+        self.stop_flag.set()  # kopf's shutdown, meanwhile (its watches, its cleanup handlers)
+
+    # -- shutdown: no new runs, the grace period for those running, then out ----------------
+
+    def begin_shutdown(self) -> asyncio.Task[bool]:
+        """Stop every worker taking keys now and give the runs in progress the grace period,
+        once (the signal, kopf's cleanup and the manager all wait for the same drain). The
+        process is gone 2 s after the grace period at the latest (`overdue_exit`)."""
+        if self._drain is None:
+            self.health.stopping()
+            for controller in self._controllers:
+                controller.stop_taking()
+            self._drain = asyncio.get_running_loop().create_task(
+                drain(self._controllers, self.graceful_timeout, self._cancel_runs, log),
+                name="shutdown-drain",
+            )
+            late = self.graceful_timeout + OVERDUE_AFTER_GRACE
+            asyncio.get_running_loop().call_later(late, self._overdue, late)
+        return self._drain
+
+    def _overdue(self, after: float) -> None:
+        self.overdue_exit(after, self.exit_code)
+
+    async def drained(self) -> bool:
+        """Once the runs in progress ended (or were cancelled after the grace period)."""
+        return await asyncio.shield(self.begin_shutdown())
 
     # -- shutdown with leader election: release the Lease as early as is safe --------------
 
-    def register(self, registry: kopf.OperatorRegistry, graceful_timeout: float) -> None:
+    def register(self, registry: kopf.OperatorRegistry) -> None:
         """With leader election, drain the controllers and release the Lease in kopf's cleanup.
 
         kopf runs cleanup handlers once its watches stopped, but only then waits up to 5 s for
@@ -236,21 +282,19 @@ class Production:
 
         async def release_lease(**_: Any) -> None:
             try:
-                await self._drain_and_release(graceful_timeout)
+                await self._drain_and_release()
             except Exception:  # never fail kopf's cleanup; close() releases as a fallback
                 log.exception("releasing the Lease at shutdown failed")
 
         kopf.on.cleanup(registry=registry, id="operator-runner-release-lease")(release_lease)
 
-    async def _drain_and_release(self, timeout: float) -> None:
+    async def _drain_and_release(self) -> None:
         self.health.stopping()
         elector = self.elector
         if self.exit_code or elector is None or not elector.leading:
             return
-        log.info(
-            "stopping: waiting up to %g s for running reconciles to release the Lease", timeout
-        )
-        await drain(self._controllers, timeout, self._cancel_runs, log)
+        log.info("stopping: the Lease is released once the running reconciles ended")
+        await self.drained()
         await self._stop_renewing()
         await elector.release()
         self._set_leader(False)
@@ -275,6 +319,7 @@ class Production:
                     queue_scheduled=len(controller.queue) - due,
                     busy_workers=controller.busy,
                     workers=controller.workers,
+                    longest_wait=controller.queue.longest_wait(),
                 )
 
             self.metrics.track(gvk.kind, gvk.group, stats)
@@ -296,6 +341,17 @@ class Production:
             self._set_leader(False)
         for endpoint in self._endpoints:
             await endpoint.stop()
+
+
+#: After the grace period, what cancelled runs, the Lease's release and the endpoints may take
+#: before the process is ended anyway.
+OVERDUE_AFTER_GRACE = 1.8
+
+
+def _overdue_exit(after: float, code: int) -> None:
+    log.warning("still not stopped %g s after shutdown began: exiting now", after)
+    logging.shutdown()
+    os._exit(code)
 
 
 def _hard_exit(margin: float) -> None:

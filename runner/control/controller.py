@@ -38,7 +38,7 @@ class Controller:
         self.metrics = metrics
         self.watch = reconciler.watch
         self.workers = workers
-        self.queue: WorkQueue[ObjectRef] = WorkQueue()
+        self.queue: WorkQueue[ObjectRef] = WorkQueue(on_wait=self._observe_wait)
         self.backoff = backoff or Backoff()
         self._seen: dict[ObjectRef, Seen] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -103,11 +103,15 @@ class Controller:
                 log.info("removed the artifacts of %d %s gone while unwatched", removed, gvk.kind)
             await asyncio.sleep(every)
 
-    async def stop(self, timeout: float) -> bool:
-        """Stop taking keys; wait up to `timeout` s for runs in progress. True if all ended."""
+    def stop_taking(self) -> None:
+        """No worker takes another key (each ends once its run in progress did)."""
         self.queue.close()
         if self._sweeper is not None:
             self._sweeper.cancel()
+
+    async def stop(self, timeout: float) -> bool:
+        """Stop taking keys; wait up to `timeout` s for runs in progress. True if all ended."""
+        self.stop_taking()
         if not self._tasks:
             return True
         _done, pending = await asyncio.wait(self._tasks, timeout=timeout)
@@ -152,6 +156,10 @@ class Controller:
         self.metrics.observe_reconcile(
             gvk.kind, gvk.group, gvk.version, result, seconds, outcome.failed_tasks
         )
+
+    def _observe_wait(self, seconds: float) -> None:
+        gvk = self.watch.gvk
+        self.metrics.observe_queue_wait(gvk.kind, gvk.group, seconds)
 
     def _requeue(self, ref: ObjectRef, outcome: Outcome) -> None:
         if outcome.forget:

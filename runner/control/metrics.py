@@ -16,11 +16,17 @@ class Metrics(Protocol):
         self, kind: str, group: str, version: str, result: Result, seconds: float, failed_tasks: int
     ) -> None: ...
 
+    def observe_queue_wait(self, kind: str, group: str, seconds: float) -> None:
+        """A key was handed to a worker `seconds` after it became due."""
+
 
 class NullMetrics:
     def observe_reconcile(
         self, kind: str, group: str, version: str, result: Result, seconds: float, failed_tasks: int
     ) -> None:
+        return None
+
+    def observe_queue_wait(self, kind: str, group: str, seconds: float) -> None:
         return None
 
 
@@ -35,3 +41,4 @@ class WorkerStats:
     queue_scheduled: int
     busy_workers: int
     workers: int
+    longest_wait: float = 0.0  # seconds the key due the longest has waited for a worker

@@ -9,6 +9,13 @@ Semantics of client-go's workqueue, which controller-runtime (and so operator-sd
   exactly one follow-up run;
 - `add(key, delay)` schedules a key for later (periodic resync, backoff, requeue_after).
 
+Keys are served in the order they became due (ties: the order they were added). A key keeps
+its place: a resync or another event for a key already waiting never moves it back, and a key
+that was added again during its run is handed out again as due since then, not since its run
+ended. So with a backlog no key waits behind keys that became due after it: none is starved,
+however long the backlog stays. How long keys waited is reported (`on_wait`, and
+`longest_wait` for the one waiting longest now): the metrics show a backlog that does not drain.
+
 Pure asyncio, no I/O; the clock is injectable for tests.
 """
 
@@ -26,8 +33,13 @@ K = TypeVar("K", bound=Hashable)
 
 
 class WorkQueue(Generic[K]):
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        on_wait: Callable[[float], None] | None = None,
+    ) -> None:
         self._clock = clock
+        self._on_wait = on_wait  # called with how long each key handed out waited, once due
         self._heap: list[tuple[float, int, K]] = []
         self._due: dict[K, float] = {}  # waiting keys -> due time (the heap may hold stale rows)
         self._processing: set[K] = set()
@@ -49,10 +61,17 @@ class WorkQueue(Generic[K]):
         now = self._clock()
         return sum(1 for due in self._due.values() if due <= now)
 
+    def longest_wait(self) -> float:
+        """How long the key that has been due the longest has waited (0 when none is due)."""
+        now = self._clock()
+        return max((now - due for due in self._due.values() if due <= now), default=0.0)
+
     def add(self, key: K, delay: float = 0.0) -> None:
+        self._add_at(key, self._clock() + max(delay, 0.0))
+
+    def _add_at(self, key: K, due: float) -> None:
         if self._closed:
             return
-        due = self._clock() + max(delay, 0.0)
         if key in self._processing:
             self._dirty[key] = min(due, self._dirty.get(key, due))
             return
@@ -86,7 +105,7 @@ class WorkQueue(Generic[K]):
         self._processing.discard(key)
         due = self._dirty.pop(key, None)
         if due is not None:
-            self.add(key, due - self._clock())
+            self._add_at(key, due)  # due since it was added, not since the run ended
         else:
             self._changed.set()  # another worker may wait for nothing but a wake-up
 
@@ -105,5 +124,7 @@ class WorkQueue(Generic[K]):
                 return None, due - now
             heapq.heappop(self._heap)
             del self._due[key]
+            if self._on_wait is not None:
+                self._on_wait(now - due)
             return key, None
         return None, None

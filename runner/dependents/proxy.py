@@ -22,10 +22,8 @@ import logging
 import os
 import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -39,9 +37,16 @@ from runner.dependents.ownership import (
     mark,
     parse_path,
 )
+from runner.kube import reachability
 from runner.kube.client import JSON_PATCH, AsyncUpstream
+from runner.kube.reachability import is_connection_error, summary
+from runner.util import tempdirs
 
 log = logging.getLogger("runner.proxy")
+
+#: Each run's kubeconfig is written here (removed on stop, and by the next operator if this
+#: one was killed).
+KUBECONFIGS_DIR_PREFIX = "operator-runner-kubeconfigs-"
 
 WriteListener = Callable[[RequestInfo, Owner, dict[str, Any]], None]
 _HOP_HEADERS = {
@@ -115,7 +120,7 @@ class Proxy:
         self.url = ""
         self._owners: dict[str, Owner] = {}
         self._runner: web.AppRunner | None = None
-        self._kubeconfigs = Path(tempfile.mkdtemp(prefix="operator-runner-kubeconfigs-"))
+        self._kubeconfigs = tempdirs.private_dir(KUBECONFIGS_DIR_PREFIX)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -178,13 +183,21 @@ class Proxy:
         headers = _forward_headers(request.headers)
         headers.update(self.upstream.auth_headers())
         headers["Accept-Encoding"] = "identity"
-        upstream = await self.upstream.session.request(
-            request.method,
-            self.upstream.url(request.path_qs),
-            headers=headers,
-            data=body or None,
-            allow_redirects=False,
-        )
+        try:
+            upstream = await self.upstream.session.request(
+                request.method,
+                self.upstream.url(request.path_qs),
+                headers=headers,
+                data=body or None,
+                allow_redirects=False,
+            )
+        except (aiohttp.ClientError, OSError) as err:
+            if not is_connection_error(err):
+                raise
+            reachability.API.failed(err, f"roles' proxy: {request.method} {request.path}")
+            return _status(
+                503, "ServiceUnavailable", f"the API server cannot be reached: {summary(err)}"
+            )
         try:
             if info is not None and applies(request.method, info) and 200 <= upstream.status < 300:
                 return await self._after_write(request, upstream, info, owner, writes)

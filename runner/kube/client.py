@@ -19,10 +19,12 @@ from urllib.parse import urlencode
 
 import aiohttp
 import urllib3
+import urllib3.exceptions
 
 from runner import __version__
 from runner.kube.credentials import Credentials
 from runner.kube.paths import group_version_path, resource_path
+from runner.kube.reachability import API, Reachability, is_connection_error, summary
 from runner.kube.resources import ObjectRef, Resource
 
 JSON = dict[str, Any]
@@ -44,6 +46,11 @@ class Request:
     @property
     def url_path(self) -> str:
         return f"{self.path}?{urlencode(dict(self.params))}" if self.params else self.path
+
+
+class ApiUnreachable(ConnectionError):
+    """The API server could not be reached (refused, reset, timed out): an OSError, whatever
+    the transport library's own exception was."""
 
 
 class ApiError(Exception):
@@ -157,9 +164,11 @@ def replace_lease(namespace: str, name: str, lease: JSON) -> Request:
 class KubeClient:
     """Sends `Request`s with the operator's credentials."""
 
-    def __init__(self, credentials: Credentials) -> None:
+    def __init__(self, credentials: Credentials, reachability: Reachability = API) -> None:
         self.credentials = credentials
         self.host = credentials.server.rstrip("/")
+        self.reachability = reachability
+        reachability.server = self.host
         tls: dict[str, Any] = {}
         if self.host.startswith("https"):
             tls["ssl_context"] = credentials.ssl_context()
@@ -181,10 +190,20 @@ class KubeClient:
             headers["Authorization"] = authorization
         url = self.host + request.url_path
         body = None if request.body is None else json.dumps(request.body)
-        response = self._pool.request(
-            request.method, url, body=body, headers=headers, timeout=timeout, retries=False
-        )
-        text = response.data.decode("utf-8", "replace")
+        try:
+            response = self._pool.request(
+                request.method, url, body=body, headers=headers, timeout=timeout, retries=False
+            )
+            text = response.data.decode("utf-8", "replace")
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            if not is_connection_error(err):
+                raise
+            self.reachability.failed(err, f"{request.method} {request.path}")
+            raise ApiUnreachable(
+                f"{request.method} {request.path}: the API server {self.host} cannot be "
+                f"reached: {summary(err)}"
+            ) from err
+        self.reachability.succeeded()  # any answer: the server is up
         if not 200 <= response.status < 300:
             raise ApiError(response.status, response.reason or "", text)
         return json.loads(text) if text else None

@@ -36,6 +36,8 @@ from typing import Any
 
 import yaml
 
+from runner.util import tempdirs
+
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
@@ -267,6 +269,9 @@ def parse_kubeconfig(
     )
 
 
+#: Client certificates and keys given inline are written here (removed at exit, and by the
+#: next operator if this one was killed).
+CREDENTIALS_DIR_PREFIX = "operator-runner-credentials-"
 _private_dir: Path | None = None
 _private_lock = threading.Lock()
 
@@ -276,7 +281,7 @@ def _write_private(name: str, content: bytes) -> str:
     global _private_dir
     with _private_lock:
         if _private_dir is None:
-            _private_dir = Path(tempfile.mkdtemp(prefix="operator-runner-credentials-"))
+            _private_dir = tempdirs.private_dir(CREDENTIALS_DIR_PREFIX)
             atexit.register(shutil.rmtree, _private_dir, True)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
         fd, path = tempfile.mkstemp(prefix=f"{safe}-", dir=_private_dir)  # mode 0600

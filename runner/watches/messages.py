@@ -62,7 +62,14 @@ def _go_text(value: object) -> str | None:
 
 
 def describe(value: object) -> str:
-    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}
+    names = {
+        dict: "a mapping",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+    }
     if value is None:
         return "empty (null)"
     kind = names.get(type(value), type(value).__name__)
@@ -150,10 +157,18 @@ def mapping_value(value: object, where: Where, key: str) -> Mapping[Any, Any]:
 
 
 def as_text(value: object, where: Where, key: str) -> str:
-    text = _go_text(value)
-    if text is None:
-        raise where.error(key, f"must be a string, found {describe(value)}; quote it")
-    return text
+    """A text key's value: a YAML string (null reads as empty, like a missing key).
+
+    Go's YAML decoder would turn `kind: 42` or `version: 1` into text; a number or a boolean
+    where a name belongs is nearly always a slip, so it is refused with the key's path."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    hint = f" ('{_go_text(value)}')" if isinstance(value, bool | int) else ""
+    raise where.error(
+        key, f"must be a string, found {describe(value)}; quote it{hint} if that is what you mean"
+    )
 
 
 def flag_value(values: Mapping[str, Any], key: str, default: bool, where: Where) -> bool:

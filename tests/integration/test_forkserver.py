@@ -209,3 +209,28 @@ def test_runs_in_flight_stay_within_the_operators_run_slots(tmp_path: Path, slot
         assert words == ["start", "end", "start", "end"]
     else:
         assert words == ["start", "start", "end", "end"]
+
+
+def test_a_cr_that_ran_warm_runs_on_the_plain_path_too(tmp_path: Path) -> None:
+    """ansible-runner keeps a run's command line in env/cmdline and reuses it when the next run
+    passes none: after a warm run (the playbook is an argument of the warm client), a plain run
+    in the same folder (the warm executors could not start) got the playbook twice."""
+    from runner.ansible.executor import Executor
+    from runner.ansible.interface import RunRequest
+
+    playbook = tmp_path / "project" / "main.yml"
+    playbook.parent.mkdir()
+    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ping:\n")
+    for ident, warm in (("warm", True), ("plain", False)):
+        executor = Executor(roles_paths=[], tmp_dir=tmp_path / "tmp", warm=warm)
+        try:
+            request = RunRequest(
+                private_dir=tmp_path / "private",
+                ident=ident,
+                playbook=playbook,
+                extravars_text="{}",
+            )
+            result = executor.run_sync(request)
+            assert result.ok, (ident, result.status, result.stdout_tail)
+        finally:
+            executor.close()

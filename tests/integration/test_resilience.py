@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 import uuid
@@ -20,6 +21,7 @@ from .kit import (
     condition,
     crd,
     install_crd,
+    launch,
     operator,
     temporary_namespace,
     wait_for,
@@ -104,8 +106,109 @@ def test_sigterm_is_bounded_by_the_grace_period(
         assert not _successful(api, namespace, "too-slow")
 
 
-def test_api_server_outage_is_survived(tmp_path: Path) -> None:
-    """On a cluster of its own: stop the control plane under the operator, start it again."""
+def _run_starts(op: RunningOperator, names: list[str]) -> dict[str, list[float]]:
+    """When each run of these CRs began (epoch seconds), from its artifact folder: a run's
+    ident is the time it was made, just before ansible-runner starts."""
+    starts: dict[str, list[float]] = {}
+    for name in names:
+        runs = op.artifacts.glob(f"{GROUP}/Slow/*/{name}/artifacts/*")
+        starts[name] = sorted(int(run.name) / 1e9 for run in runs if run.name.isdigit())
+    return starts
+
+
+def test_sigterm_starts_no_new_run_and_exits_within_the_grace_period(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """A worker busy with a run longer than the grace period, another going through a queue
+    of short runs: after SIGTERM no run starts, and the process is gone by grace + 2 s."""
+    grace = 3.0
+    short = [f"short-{i:02}" for i in range(30)]
+    op = launch(
+        cluster,
+        tmp_path,
+        watches=WATCHES,
+        namespaces=[namespace],
+        args=(f"--graceful-shutdown-timeout={grace:g}s",),
+        max_concurrent=2,
+    )
+    try:
+        with cluster.api_client() as api:
+            _create(api, namespace, "long", {"seconds": 120})
+            wait_for(lambda: _started(op, "long"), timeout=60, what="the long run")
+            for name in short:
+                _create(api, namespace, name, {"seconds": 1})
+            wait_for(
+                lambda: sum(1 for runs in _run_starts(op, short).values() if runs) >= 3,
+                timeout=90,
+                what="short runs going one after the other",
+            )
+        signalled = time.time()
+        start = time.monotonic()
+        op.proc.send_signal(signal.SIGTERM)
+        code = op.proc.wait(timeout=120)
+        took = time.monotonic() - start
+    finally:
+        if op.proc.poll() is None:
+            op.proc.kill()
+            op.proc.wait(timeout=30)
+    starts = _run_starts(op, short)
+    # a worker may have taken its key just before the signal was handled: a second at most
+    late = {
+        name: [round(t - signalled, 2) for t in runs if t > signalled + 1.0]
+        for name, runs in starts.items()
+    }
+    late = {name: after for name, after in late.items() if after}
+    assert not late, f"runs started after SIGTERM (s after the signal): {late}"
+    assert code == 0, op.log_text()[-3000:]
+    assert took < grace + 2 + 1, f"exited {took:.1f} s after SIGTERM (grace {grace:g} s)"
+
+
+def test_sigkill_leftovers_are_removed_at_the_next_start(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """A SIGKILLed operator leaves its temp folders (a run's kubeconfig with its token, and the
+    warm executors' sockets unless they fell back to plain runs); the next operator removes
+    them, and only those."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {"TMPDIR": str(tmp)}
+    (tmp_path / "killed").mkdir()
+    killed = launch(cluster, tmp_path / "killed", watches=WATCHES, namespaces=[namespace], env=env)
+    try:
+        with cluster.api_client() as api:
+            _create(api, namespace, "interrupted", {"seconds": 10})
+            wait_for(lambda: _started(killed, "interrupted"), timeout=60, what="the run")
+        kubeconfigs = wait_for(
+            lambda: [p for p in tmp.glob("operator-runner-kubeconfigs-*/*.json")],
+            timeout=30,
+            what="the run's kubeconfig",
+        )
+    finally:
+        killed.proc.kill()
+        killed.proc.wait(timeout=30)
+    left = sorted(p for p in tmp.iterdir() if p.name.startswith("operator-runner-"))
+    assert kubeconfigs[0].parent in left
+    assert all(str(killed.proc.pid) in p.name for p in left), left
+
+    with (
+        cluster.api_client() as api,
+        operator(cluster, tmp_path, watches=WATCHES, namespaces=[namespace], env=env) as op,
+    ):
+        _create(api, namespace, "after", {"seconds": 0})
+        wait_for(lambda: _successful(api, namespace, "after"), timeout=90, what="a new run")
+        wait_for(
+            lambda: not any(p.exists() for p in left),
+            timeout=30,
+            what=f"the killed operator's folders to be removed: {left}",
+        )
+        ours = [p.name for p in tmp.iterdir() if p.name.startswith("operator-runner-kubeconfigs-")]
+        assert ours and all(str(op.proc.pid) in name for name in ours), ours
+
+
+def test_api_server_outage_is_survived_and_logged_once(tmp_path: Path) -> None:
+    """On a cluster of its own: stop the control plane under the operator, start it again.
+    The operator carries on, and its log says so once: one warning that the API server is
+    unreachable, one line that it is back, and no traceback of connection errors."""
     name = f"outage-{uuid.uuid4().hex[:6]}"
     bin_dir = Path(
         subprocess.run([str(CLUSTER_SH), "bin-dir"], check=True, capture_output=True, text=True)
@@ -166,6 +269,17 @@ def test_api_server_outage_is_survived(tmp_path: Path) -> None:
                     what="a reconcile after the outage",
                 )
             assert op.proc.poll() is None, "the operator kept running through the outage"
+            wait_for(
+                lambda: any(" is back after " in line.get("msg", "") for line in op.log_lines()),
+                timeout=30,
+                what="the line that says the API server is back",
+            )
+        lines = op.log_lines()
+        down = [line for line in lines if "unreachable" in line.get("msg", "")]
+        back = [line for line in lines if " is back after " in line.get("msg", "")]
+        assert "Traceback" not in op.log_text(), op.log_text()[-5000:]
+        assert [line.get("level") for line in down] == ["warning"], down
+        assert len(back) == 1, back
     finally:
         subprocess.run([str(CLUSTER_SH), "down", name], check=False)
 

@@ -16,7 +16,17 @@ from .kit import Env, condition, crd, install_crd, temporary_namespace, wait_for
 pytestmark = pytest.mark.integration
 
 GROUP = "test.operator-runner.dev"
-KINDS = ("Basic", "Unsafe", "Finalized", "Unmanaged", "Selected", "Requeue", "Broken")
+KINDS = (
+    "Basic",
+    "Unsafe",
+    "Finalized",
+    "Unmanaged",
+    "Selected",
+    "Requeue",
+    "Broken",
+    "Paused",
+    "Noisy",
+)
 FINALIZER = f"{GROUP}/finalizer"
 
 
@@ -148,6 +158,34 @@ def test_run_without_result_is_a_failure_not_stuck_running(env: Env) -> None:
     message = condition(obj, "Failure")["message"]  # type: ignore[index]
     assert "ended without a result" in message
     assert condition(obj, "Running")["status"] == "False"  # type: ignore[index]
+
+
+def test_pause_works_under_both_executors(env: Env) -> None:
+    """`ansible.builtin.pause` asks the run's terminal (tcgetpgrp, raw mode): the warm executor
+    hands its job the pty that the plain path's ansible-playbook gets from ansible-runner."""
+    env.create("Paused", "paused")
+    obj = env.wait_condition("Paused", "paused", "Successful", timeout=60)
+    failure = condition(obj, "Failure")
+    assert failure and failure["status"] == "False", failure
+    running = condition(obj, "Running")
+    assert running and running["ansibleResult"]["failures"] == 0
+
+
+def test_a_failing_tasks_reason_survives_a_huge_result(env: Env) -> None:
+    """1 MB of output is more than ansible-runner keeps of a result in its event: the reason
+    still reaches the Failure condition and the Event, bounded."""
+    env.create("Noisy", "noisy", {"reason": "the disk is on fire"})
+    obj = env.wait_condition("Noisy", "noisy", "Failure")
+    message = condition(obj, "Failure")["message"]  # type: ignore[index]
+    assert message.startswith("Print a lot, then fail: non-zero return code")
+    assert message.endswith("the disk is on fire"), message[:2000]
+    assert len(message) < 4000
+    warning = wait_for(
+        lambda: [e for e in env.events("noisy") if e.type == "Warning"],
+        timeout=30,
+        what="a Warning Event",
+    )
+    assert "the disk is on fire" in warning[0].message
 
 
 def test_finalizer_runs_on_delete(env: Env) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+import urllib3.exceptions
 
 from runner.app.leader import LeaderElector
 from runner.app.lease import (
@@ -28,6 +30,8 @@ from runner.app.lease import (
 from runner.app.production import Production, ProductionConfig
 from runner.kube import client as kube
 from runner.kube.client import ApiError, KubeClient, Request
+from runner.kube.credentials import Credentials
+from runner.kube.reachability import Reachability
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 ME = "host-a_1111"
@@ -420,5 +424,100 @@ def test_production_flag_errors_are_one_message() -> None:
         with pytest.raises(SystemExit, match="--leader-election-namespace is required"):
             config = production_config(leader_election_namespace=None)
             await Production.start(config, api, [], print, environ={})
+
+    asyncio.run(go())
+
+
+# --- a transient timeout does not end leadership ------------------------------------------
+
+
+class _Response:
+    def __init__(self, status: int, reason: str, data: bytes) -> None:
+        self.status, self.reason, self.data = status, reason, data
+
+
+class FakePool:
+    """urllib3's pool under a real KubeClient, answering from a FakeApi; the next `timeouts`
+    requests time out (urllib3's ReadTimeoutError, as a slow API server gives it)."""
+
+    def __init__(self, api: FakeApi, host: str) -> None:
+        self.api = api
+        self.host = host
+        self.timeouts = 0
+        self.hang = 0.0  # seconds the next timed-out request takes
+
+    def request(self, method: str, url: str, body: str | None = None, **_: Any) -> _Response:
+        if self.timeouts:
+            self.timeouts -= 1
+            time.sleep(self.hang)
+            raise urllib3.exceptions.ReadTimeoutError(None, url, "Read timed out.")  # type: ignore[arg-type]
+        request = Request(method, url.removeprefix(self.host), body=json.loads(body or "null"))
+        try:
+            answer = asyncio.run(self.api.send(request))
+        except ApiError as err:
+            return _Response(err.status, err.reason, err.body.encode())
+        return _Response(200, "OK", json.dumps(answer).encode())
+
+    def clear(self) -> None:
+        pass
+
+
+def real_client(api: FakeApi) -> tuple[KubeClient, FakePool]:
+    host = "https://api.invalid"
+    client = KubeClient(Credentials(server=host, insecure=True), Reachability())
+    pool = FakePool(api, host)
+    client._pool = pool  # type: ignore[assignment]
+    return client, pool
+
+
+def test_a_renewal_that_times_out_once_is_retried_and_leadership_goes_on() -> None:
+    async def go() -> None:
+        api = FakeApi()
+        client, pool = real_client(api)
+        config = ElectionConfig(
+            namespace="ops",
+            name="op",
+            identity="a",
+            lease_duration=1.0,
+            renew_deadline=0.4,
+            retry_period=0.05,
+        )
+        a = LeaderElector(client, config)
+        await a.acquire()
+        hold = asyncio.create_task(a.hold())
+        await asyncio.sleep(0.2)
+        pool.timeouts = 1
+        renewed = api.lease()["spec"]["renewTime"]
+        await asyncio.sleep(0.8)  # twice the renew deadline
+        assert not hold.done(), hold.result() if hold.done() and not hold.exception() else hold
+        assert pool.timeouts == 0, "the timeout happened"
+        assert api.lease()["spec"]["renewTime"] != renewed, "renewed after the timeout"
+        assert a.leading
+        hold.cancel()
+
+    asyncio.run(go())
+
+
+def test_a_renewal_that_hangs_leaves_time_to_try_again() -> None:
+    async def go() -> None:
+        api = FakeApi()
+        client, pool = real_client(api)
+        config = ElectionConfig(
+            namespace="ops",
+            name="op",
+            identity="a",
+            lease_duration=3.0,
+            renew_deadline=1.0,
+            retry_period=0.05,
+        )
+        a = LeaderElector(client, config)
+        await a.acquire()
+        hold = asyncio.create_task(a.hold())
+        await asyncio.sleep(0.1)
+        pool.timeouts, pool.hang = 1, 1.2  # longer than the deadline: given up at half of it
+        await asyncio.sleep(1.5)
+        assert not hold.done(), "one hung request did not use up the renew deadline"
+        assert a.leading
+        hold.cancel()
 
     asyncio.run(go())

@@ -10,7 +10,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import generate_latest
 
 from runner.app.health import Health
-from runner.app.metrics import PrometheusMetrics, gvk_label
+from runner.app.metrics import PrometheusMetrics, gvk_label, queue_name
 from runner.control.controller import Controller
 from runner.control.metrics import Result, WorkerStats
 from runner.control.queue import WorkQueue
@@ -69,6 +69,44 @@ def test_controller_gauges_are_read_at_scrape_time_and_series_start_at_zero() ->
     assert value(scrape(m), f"operator_runner_queue_depth{{{labels}}}") == 0
 
 
+def test_a_backlog_shows_in_the_workqueue_metrics() -> None:
+    m = PrometheusMetrics(process_metrics=False)
+    stats = WorkerStats(
+        queue_depth=40, queue_scheduled=20, busy_workers=2, workers=2, longest_wait=95.5
+    )
+    m.track("EchoFlask", "swallowlab.com", lambda: stats)
+    assert queue_name("EchoFlask", "swallowlab.com") == "echoflask.swallowlab.com"
+    name = 'name="echoflask.swallowlab.com"'
+    assert value(scrape(m), f"workqueue_queue_duration_seconds_count{{{name}}}") == 0
+    for seconds in (0.05, 12.0, 95.5):
+        m.observe_queue_wait("EchoFlask", "swallowlab.com", seconds)
+    text = scrape(m)
+    assert value(text, f"workqueue_depth{{{name}}}") == 40
+    assert value(text, f"workqueue_queue_duration_seconds_count{{{name}}}") == 3
+    assert value(text, f'workqueue_queue_duration_seconds_bucket{{le="10.0",{name}}}') == 1
+    labels = 'group="swallowlab.com",kind="EchoFlask"'
+    assert value(text, f"operator_runner_queue_longest_wait_seconds{{{labels}}}") == 95.5
+
+
+def test_the_controller_reports_how_long_keys_waited() -> None:
+    async def go() -> list[float]:
+        observed = Observed()
+        controller = Controller(cast(Reconciler, FakeReconciler([Outcome()])), 1, metrics=observed)
+        controller.start()
+        controller.enqueue(
+            ObjectRef(Resource("example.com", "v1", "things", "Thing", True), "ns", "t")
+        )
+        for _ in range(200):
+            if observed.calls:
+                break
+            await asyncio.sleep(0.01)
+        await controller.stop(1)
+        return observed.waits
+
+    waits = asyncio.run(go())
+    assert len(waits) == 1 and 0 <= waits[0] < 1
+
+
 def test_leader_gauge() -> None:
     m = PrometheusMetrics(process_metrics=False)
     m.set_leader("my-operator", True)
@@ -97,11 +135,15 @@ def test_queue_depth_counts_due_keys_only() -> None:
 @dataclass
 class Observed:
     calls: list[tuple[str, str, str, Result, float, int]] = field(default_factory=list)
+    waits: list[float] = field(default_factory=list)
 
     def observe_reconcile(
         self, kind: str, group: str, version: str, result: Result, seconds: float, failed_tasks: int
     ) -> None:
         self.calls.append((kind, group, version, result, seconds, failed_tasks))
+
+    def observe_queue_wait(self, kind: str, group: str, seconds: float) -> None:
+        self.waits.append(seconds)
 
 
 @dataclass

@@ -53,3 +53,33 @@ def test_run_env_kubeconfig_is_private_and_removed() -> None:
         assert len(proxy._owners) == 1
     assert not os.path.exists(path)
     assert proxy._owners == {}
+
+
+def test_an_unreachable_api_server_is_a_503_status_for_the_role_not_a_traceback() -> None:
+    import json
+    import socket
+
+    from runner.kube import reachability
+    from runner.kube.client import AsyncUpstream
+    from runner.kube.credentials import Credentials
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: connections are refused
+
+    async def go() -> Any:
+        upstream = AsyncUpstream(Credentials(server=f"http://127.0.0.1:{port}"))
+        proxy = Proxy(upstream=upstream, inject=True)
+        try:
+            return await proxy.handle(_request("127.0.0.1", proxy.register(OWNER)))
+        finally:
+            await upstream.close()
+            await proxy.stop()
+
+    state = reachability.Reachability()
+    with mock.patch.object(reachability, "API", state):
+        response = asyncio.run(go())
+    assert response.status == 503
+    status = json.loads(response.body)
+    assert status["kind"] == "Status" and "cannot be reached" in status["message"]
+    assert not state.reachable, "reported as an outage (one warning), not logged per request"

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from runner.ansible.results import summarize
+from runner.ansible.results import MAX_DETAIL, summarize
 from runner.util.durations import parse_period
 
 
@@ -99,3 +100,62 @@ def test_api_errors_quoted_by_kubernetes_core_become_the_servers_message() -> No
 def test_messages_without_api_errors_are_kept() -> None:
     s = summarize([failed("t", msg="b'not json' at all"), stats(failures=1)])
     assert s.failures == ["t: b'not json' at all"]
+
+
+def test_a_commands_failure_names_its_stderr() -> None:
+    s = summarize(
+        [
+            failed("run it", msg="non-zero return code", rc=3, stderr="no such file\n", stdout=""),
+            stats(failures=1),
+        ]
+    )
+    assert s.failures == ["run it: non-zero return code: no such file"]
+
+
+def test_a_huge_msg_is_bounded_with_an_ellipsis() -> None:
+    s = summarize([failed("t", msg="the reason " + "x" * 100_000), stats(failures=1)])
+    (message,) = s.failures
+    assert message.startswith("t: the reason xxx") and message.endswith("…")
+    assert len(message) <= MAX_DETAIL + len("t: ")
+
+
+def test_a_huge_stderr_keeps_its_end() -> None:
+    stderr = "y" * 100_000 + "\nthe known reason"
+    s = summarize([failed("t", msg="non-zero return code", rc=1, stderr=stderr), stats(failures=1)])
+    (message,) = s.failures
+    assert message.startswith("t: non-zero return code: …y")
+    assert message.endswith("the known reason")
+    assert len(message) < 2 * MAX_DETAIL
+
+
+def _dropped(task: str, stdout: str) -> dict[str, Any]:
+    """A failed task whose `res` ansible-runner dropped (larger than MAX_EVENT_RES)."""
+    return {"event": "runner_on_failed", "stdout": stdout, "event_data": {"task": task, "res": {}}}
+
+
+def test_a_result_too_large_for_the_event_is_read_from_what_ansible_printed() -> None:
+    res = {
+        "changed": True,
+        "rc": 3,
+        "msg": "non-zero return code",
+        "stdout": "x" * 1_000_000,
+        "stderr": "the known reason",
+    }
+    stdout = (
+        "[ERROR]: Task failed: Module failed: non-zero return code\r\nOrigin: main.yml:1:3\r\n\r\n"
+        f"fatal: [localhost]: FAILED! => {json.dumps(res)}"
+    )
+    s = summarize([_dropped("Print a lot", stdout), stats(failures=1)])
+    assert s.failures == ["Print a lot: non-zero return code: the known reason"]
+
+
+def test_a_displayed_result_that_is_cut_still_gives_its_msg() -> None:
+    stdout = 'fatal: [localhost]: FAILED! => {"msg": "the \\"known\\" reason", "stdout": "xxx'
+    s = summarize([_dropped("t", stdout), stats(failures=1)])
+    assert s.failures == ['t: the "known" reason']
+
+
+def test_without_a_displayed_result_ansibles_error_line_is_the_reason() -> None:
+    stdout = "[ERROR]: Task failed: Module failed: non-zero return code\r\nOrigin: x\r\n"
+    s = summarize([_dropped("t", stdout), stats(failures=1)])
+    assert s.failures == ["t: Task failed: Module failed: non-zero return code"]

@@ -218,7 +218,7 @@ def test_selector_is_normalised(project: Path) -> None:
           selector:
             matchLabels:
               app: web
-              tier: 1
+              tier: "1"
             matchExpressions:
               - {key: example.com/env, operator: In, values: [prod, staging]}
               - {key: canary, operator: DoesNotExist}
@@ -301,11 +301,13 @@ def test_core_group_may_be_omitted(project: Path) -> None:
     assert watch.gvk == GVK("", "v1", "ConfigMap")
 
 
-def test_scalars_in_text_fields_become_text_like_go(project: Path) -> None:
-    watch = load_one(
-        project, entry="- {group: example.com, version: 1, kind: Thing, role: thing}\n"
-    )
-    assert watch.gvk.version == "1"
+def test_numbers_in_text_fields_are_refused_not_turned_into_text(project: Path) -> None:
+    """Go's YAML decoder would read `kind: 42` as "42"; a number where a name belongs is a
+    slip, refused with the key's path (and the quoted spelling, if it was meant)."""
+    path = write(project, "- {group: example.com, version: v1, kind: 42, role: thing}\n")
+    message = load_error(path)
+    assert "entry 1 (example.com/v1 42): key 'kind': must be a string, found" in message
+    assert "quote it ('42')" in message
 
 
 def test_several_entries_keep_file_order(project: Path) -> None:
@@ -841,3 +843,84 @@ def test_error_stops_at_the_first_bad_entry(project: Path) -> None:
     path = write(project, ENTRY + "  manageStatus: maybe\n" + "- {kind: Broken}\n")
     message = load_error(path)
     assert "entry 1" in message and "'manageStatus'" in message
+
+
+# Every key of an entry with a value of the wrong type: (key path, YAML of the entry's extra
+# lines, or of a whole entry when it starts with "- "). The error names the path.
+WRONG_TYPES = [
+    ("group", "- {group: 42, version: v1, kind: Thing, role: thing}\n"),
+    ("version", "- {group: example.com, version: 1, kind: Thing, role: thing}\n"),
+    ("kind", "- {group: example.com, version: v1, kind: 42, role: thing}\n"),
+    ("kind", "- {group: example.com, version: v1, kind: true, role: thing}\n"),
+    ("role", "- {group: example.com, version: v1, kind: Thing, role: 7}\n"),
+    ("playbook", "- {group: example.com, version: v1, kind: Thing, playbook: [site.yml]}\n"),
+    ("vars", "  vars: 3\n"),
+    ("reconcilePeriod", "  reconcilePeriod: {s: 1}\n"),
+    ("manageStatus", "  manageStatus: 1\n"),
+    ("watchDependentResources", "  watchDependentResources: 'true'\n"),
+    ("watchClusterScopedResources", "  watchClusterScopedResources: 0\n"),
+    ("snakeCaseParameters", "  snakeCaseParameters: no way\n"),
+    ("watchAnnotationsChanges", "  watchAnnotationsChanges: []\n"),
+    ("markUnsafe", "  markUnsafe: 1.0\n"),
+    ("selector", "  selector: app=web\n"),
+    ("selector.matchLabels", "  selector: {matchLabels: app}\n"),
+    ("selector.matchLabels", "  selector: {matchLabels: {1: web}}\n"),
+    ("selector.matchLabels.app", "  selector: {matchLabels: {app: 3}}\n"),
+    ("selector.matchExpressions", "  selector: {matchExpressions: 3}\n"),
+    ("selector.matchExpressions[1]", "  selector: {matchExpressions: [app]}\n"),
+    (
+        "selector.matchExpressions[1].key",
+        "  selector: {matchExpressions: [{key: 1, operator: Exists}]}\n",
+    ),
+    (
+        "selector.matchExpressions[1].operator",
+        "  selector: {matchExpressions: [{key: a, operator: [In], values: [x]}]}\n",
+    ),
+    (
+        "selector.matchExpressions[1].values",
+        "  selector: {matchExpressions: [{key: a, operator: In, values: x}]}\n",
+    ),
+    (
+        "selector.matchExpressions[1].values",
+        "  selector: {matchExpressions: [{key: a, operator: In, values: [1]}]}\n",
+    ),
+    ("blacklist", "  blacklist: apps/v1/Deployment\n"),
+    ("blacklist[1]", "  blacklist: [apps/v1/Deployment]\n"),
+    ("blacklist[1].group", "  blacklist: [{group: 1, version: v1, kind: Deployment}]\n"),
+    ("blacklist[1].version", "  blacklist: [{group: apps, version: 1, kind: Deployment}]\n"),
+    ("blacklist[1].kind", "  blacklist: [{group: apps, version: v1, kind: 42}]\n"),
+    ("finalizer", "  finalizer: [f.io/x]\n"),
+    ("finalizer.name", "  finalizer: {name: 42, role: thing}\n"),
+    ("finalizer.role", "  finalizer: {name: f.io/x, role: 42}\n"),
+    ("finalizer.playbook", "  finalizer: {name: f.io/x, playbook: 42}\n"),
+    ("finalizer.vars", "  finalizer: {name: f.io/x, vars: [a]}\n"),
+    ("maxRunnerArtifacts", "  maxRunnerArtifacts: ten\n"),
+]
+
+
+@pytest.mark.parametrize(("key", "yaml_text"), WRONG_TYPES)
+def test_every_key_has_its_type_checked(project: Path, key: str, yaml_text: str) -> None:
+    text = yaml_text if yaml_text.startswith("- ") else ENTRY + yaml_text
+    message = load_error(write(project, text))
+    assert f": key '{key}': " in message, message
+    assert "must be" in message or "must not" in message, message
+
+
+def test_the_type_checks_cover_every_key() -> None:
+    from runner.watches.messages import (
+        ENTRY_KEYS,
+        EXPRESSION_KEYS,
+        FINALIZER_KEYS,
+        GVK_KEYS,
+        SELECTOR_KEYS,
+    )
+
+    covered = {key for key, _ in WRONG_TYPES}
+    expected = (
+        set(ENTRY_KEYS)
+        | {f"finalizer.{k}" for k in FINALIZER_KEYS}
+        | {f"selector.{k}" for k in SELECTOR_KEYS}
+        | {f"selector.matchExpressions[1].{k}" for k in EXPRESSION_KEYS}
+        | {f"blacklist[1].{k}" for k in GVK_KEYS}
+    )
+    assert expected <= covered, sorted(expected - covered)

@@ -1,0 +1,113 @@
+"""SIGTERM: the workers stop taking keys at once, running reconciles get the grace period,
+and the process is gone soon after it (runner/app/production.py, on fakes)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pytest
+
+from runner.app import production as production_module
+from runner.app.production import Production, ProductionConfig
+from runner.control.controller import Controller
+from runner.kube.client import KubeClient
+from runner.kube.resources import ObjectRef, Resource
+from runner.reconcile.reconciler import Outcome, Reconciler
+from runner.watches import GVK
+
+RESOURCE = Resource("example.com", "v1", "things", "Thing", True)
+
+
+@dataclass
+class SlowReconciler:
+    seconds: float
+    started: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    watch: Any = field(
+        default_factory=lambda: type("W", (), {"gvk": GVK("example.com", "v1", "Thing")})()
+    )
+
+    async def reconcile(self, ref: ObjectRef) -> Outcome:
+        self.started.append(ref.name)
+        await asyncio.sleep(self.seconds)
+        self.finished.append(ref.name)
+        return Outcome()
+
+
+async def _production(grace: float, cancelled: list[bool]) -> Production:
+    config = ProductionConfig(metrics_bind_address="0", health_probe_bind_address="0")
+    return await Production.start(
+        config,
+        cast(KubeClient, object()),
+        [],
+        lambda: cancelled.append(True),
+        graceful_timeout=grace,
+    )
+
+
+async def _until(probe: Any, timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not probe():
+            await asyncio.sleep(0.01)
+
+
+def test_no_run_starts_after_the_signal_and_running_ones_finish() -> None:
+    async def go() -> None:
+        cancelled: list[bool] = []
+        production = await _production(5.0, cancelled)
+        overdue: list[tuple[float, int]] = []
+        production.overdue_exit = lambda after, code: overdue.append((after, code))
+        reconciler = SlowReconciler(0.3)
+        controller = Controller(cast(Reconciler, reconciler), 2)
+        production.track(controller)
+        controller.start()
+        for i in range(10):
+            controller.enqueue(ObjectRef(RESOURCE, "ns", f"cr-{i}"))
+        await _until(lambda: len(reconciler.started) == 2)
+
+        production._on_signal(signal.SIGTERM)
+        assert production.stop_flag.is_set(), "kopf is told to stop too"
+        assert not production.health.readiness()[0]
+        assert await asyncio.wait_for(production.drained(), 2) is True
+        assert reconciler.started == ["cr-0", "cr-1"], "no run started after the signal"
+        assert reconciler.finished == ["cr-0", "cr-1"], "the running ones finished"
+        assert cancelled == [] and overdue == []
+        production._on_signal(signal.SIGTERM)  # a second signal changes nothing
+        assert await production.drained() is True
+        await production.close()
+
+    asyncio.run(go())
+
+
+def test_runs_longer_than_the_grace_period_are_cancelled_and_the_exit_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(production_module, "OVERDUE_AFTER_GRACE", 0.2)
+
+    async def go() -> None:
+        cancelled: list[bool] = []
+        production = await _production(0.3, cancelled)
+        overdue: list[tuple[float, int]] = []
+        production.overdue_exit = lambda after, code: overdue.append((after, code))
+        reconciler = SlowReconciler(60)
+        controller = Controller(cast(Reconciler, reconciler), 1)
+        production.track(controller)
+        controller.start()
+        controller.enqueue(ObjectRef(RESOURCE, "ns", "forever"))
+        await _until(lambda: reconciler.started)
+
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        production._on_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(production.drained(), 2) is False
+        assert 0.3 <= loop.time() - began < 1.0, "the grace period counts from the signal"
+        assert cancelled == [True], "the runs still going were cancelled"
+        # whatever still holds the process up after that, it is ended 0.2 s later
+        await _until(lambda: overdue, timeout=2)
+        assert overdue == [(0.5, 0)]
+        await production.close()
+
+    asyncio.run(go())
