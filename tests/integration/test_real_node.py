@@ -33,8 +33,8 @@ import pytest
 from kubernetes import client
 
 from .conftest import REPO, Cluster, _sigterm_as_interrupt
-from .test_operators import ECHO, FLASK, FLASK_LABELS, Env, wait_established
-from .waiting import wait_for
+from .kit import wait_for
+from .test_operators import ECHO, FLASK, FLASK_LABELS, WATCHES, Env, wait_established
 
 REAL_NODE_SH = REPO / "hack" / "real-node.sh"
 CLUSTER_SH = REPO / "hack" / "cluster.sh"
@@ -218,8 +218,9 @@ def env(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> 
     with real_cluster.api_client() as api:
         wait_established(api)
         real_cluster.kubectl("create", "namespace", namespace)
-        environment = Env(real_cluster, api, namespace, tmp)
+        environment = Env(real_cluster, api, namespace, tmp, watches=WATCHES)
         try:
+            environment.start()
             yield environment
         finally:
             environment.stop()
