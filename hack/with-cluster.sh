@@ -28,7 +28,8 @@ stop_leftovers() {
   for environ in /proc/[0-9]*/environ; do
     pid=${environ#/proc/}; pid=${pid%/environ}
     [ "$pid" != $$ ] || continue
-    if { tr '\0' '\n' <"$environ"; } 2>/dev/null | grep -qxF "KUBECONFIG=$kubeconfig"; then
+    # grep reads all of it (no -q): under pipefail an early exit would fail the pipeline
+    if { tr '\0' '\n' <"$environ"; } 2>/dev/null | grep -xF "KUBECONFIG=$kubeconfig" >/dev/null; then
       pids+=("$pid")
     fi
   done
