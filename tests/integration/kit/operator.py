@@ -17,7 +17,7 @@ from kubernetes import client
 from ..conftest import Cluster
 from .waiting import wait_for
 
-PROJECT = Path(__file__).resolve().parent / "project"
+PROJECT = Path(__file__).resolve().parents[1] / "project"
 
 
 class RunningOperator:
