@@ -57,6 +57,26 @@ def _verbosity(text: str) -> int:
     return value
 
 
+def ansible_args(text: str) -> tuple[str, ...]:
+    """`--ansible-args` as the arguments it stands for.
+
+    A Deployment's `args: ["--ansible-args='--vault-password-file /opt/ansible/pwd.yml'"]`
+    reaches the operator with the quotes (no shell removes them). operator-sdk strips one
+    surrounding pair of quotes and splits the rest on whitespace; so do we, except that the
+    rest is split as a shell would (quotes inside it group words), which is the same for
+    every value operator-sdk accepts. A value that is not wrapped in one pair of quotes is
+    split as a shell would, as before.
+    """
+    try:
+        words = shlex.split(text)
+        inner = text.strip()
+        if len(words) == 1 and len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"":
+            words = shlex.split(words[0])  # the whole value was quoted once: unwrap it
+    except ValueError as err:  # unbalanced quotes
+        raise argparse.ArgumentTypeError(f"cannot split {text!r}: {err}") from None
+    return tuple(words)
+
+
 def _bind_address(text: str) -> str:
     try:
         parse_bind_address(text)
@@ -164,7 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="ansible-playbook verbosity, 0-7 (default 2, as operator-sdk)",
     )
     run.add_argument(
-        "--ansible-args", default="", help="extra arguments for ansible-playbook, e.g. '--tags foo'"
+        "--ansible-args",
+        type=ansible_args,
+        default=(),
+        help="extra arguments for ansible-playbook, e.g. '--tags foo' (one surrounding pair "
+        "of quotes is removed, as operator-sdk does)",
     )
     run.add_argument(
         "--ansible-log-events",
@@ -265,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_concurrent_reconciles=args.max_concurrent_reconciles,
         reconcile_period=args.reconcile_period,
         verbosity=args.ansible_verbosity,
-        ansible_args=tuple(shlex.split(args.ansible_args)),
+        ansible_args=args.ansible_args,
         log_events=args.ansible_log_events,
         inject_owner_ref=args.inject_owner_ref,
         artifacts_dir=args.artifacts_dir,
