@@ -208,6 +208,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="add owner references to what roles create (default true)",
     )
     run.add_argument(
+        "--owner-ref-on-update",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="BOOL",
+        help="also add them when a role replaces, patches or applies an object that existed "
+        "before (adopting it; default false: on create only, as operator-sdk)",
+    )
+    run.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
@@ -292,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ansible_args=args.ansible_args,
         log_events=args.ansible_log_events,
         inject_owner_ref=args.inject_owner_ref,
+        owner_ref_on_update=args.owner_ref_on_update,
         artifacts_dir=args.artifacts_dir,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         kubeconfig=args.kubeconfig,

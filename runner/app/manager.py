@@ -50,6 +50,7 @@ class OperatorConfig:
     ansible_args: tuple[str, ...] = ()
     log_events: LogEvents = LogEvents.TASKS
     inject_owner_ref: bool = True
+    owner_ref_on_update: bool = False
     artifacts_dir: Path = Path("/tmp/operator-runner")
     graceful_shutdown_timeout: float = 30.0
     executor: str = "warm"  # or "plain"
@@ -206,6 +207,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     proxy = Proxy(
         upstream,
         inject=config.inject_owner_ref,
+        adopt=config.owner_ref_on_update,
         on_write=lambda info, owner, obj: routes.on_write(dependents, info, owner, obj),
     )
     await proxy.start()
