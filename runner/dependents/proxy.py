@@ -33,6 +33,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from runner.dependents import datastrings
 from runner.dependents.ownership import (
     Owner,
     RequestInfo,
@@ -176,6 +177,8 @@ class Proxy:
             return await self._websocket(request)
         info = parse_path(request.path)
         body = await request.read()
+        if applies(request.method, info) and _is_json(request):
+            body = datastrings.fix_body(info, body)  # ansible-core 2.19's typed templates
         writes = self.inject and applies(request.method, info) and _is_json(request)
         marks_body = request.method == "POST" or (self.adopt and request.method == "PUT")
         if writes and marks_body and info is not None:
