@@ -167,6 +167,11 @@ class Executor:
             else "no memory limit known",
         )
 
+    def add_env(self, env: Mapping[str, str]) -> None:
+        """Variables for every run from now on (set before the first run: the warm executors
+        take the environment they start with)."""
+        self._env.update(env)
+
     def _acquire_pool(self) -> WarmPool | None:
         """The fork servers, started with the first run (an idle operator does not pay for
         them) and again after they stopped for being idle; None on the plain path or when

@@ -100,6 +100,14 @@ def _add_production_flags(run: argparse.ArgumentParser) -> None:
         help="where /healthz and /readyz are served; 0 switches them off (default :6789)",
     )
     run.add_argument(
+        "--role-metrics-bind-address",
+        type=_bind_address,
+        default="127.0.0.1:5050",
+        help="where roles' operator_sdk.util.osdk_metric calls are received (POST /metrics, "
+        "served with the operator's own on --metrics-bind-address); 0 switches it off "
+        "(default 127.0.0.1:5050, operator-sdk's)",
+    )
+    run.add_argument(
         "--leader-elect",
         type=_bool,
         nargs="?",
@@ -285,6 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     production = ProductionConfig(
         metrics_bind_address=args.metrics_bind_address,
         health_probe_bind_address=args.health_probe_bind_address,
+        role_metrics_bind_address=args.role_metrics_bind_address,
         leader_elect=args.leader_elect,
         leader_election_id=args.leader_election_id,
         leader_election_namespace=args.leader_election_namespace,

@@ -186,6 +186,8 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     recorder = EventRecorder(client)
     # -- metrics, health probes, leader election (runner/app/production.py) --
     production = await Production.start(config.production, client, watches, executor.cancel_all)
+    if production.role_metrics_url:  # the bundled osdk_metric's default address
+        executor.add_env({"OPERATOR_RUNNER_METRICS_URL": production.role_metrics_url})
     if not await production.lead():  # stopped while standing by: nothing of ours ran
         await production.close()
         client.close()
