@@ -110,7 +110,8 @@ def measure(kubeconfig: Path, work: Path, rounds: int = 5, timeout: float = 60.0
     command = [
         str(exe), "run", f"--watches-file={watches}", "--watch-roles", "--log-format=json",
         f"--artifacts-dir={work / 'artifacts'}", "--metrics-bind-address=0",
-        "--health-probe-bind-address=0", "--ansible-verbosity=0",
+        "--health-probe-bind-address=0", "--role-metrics-bind-address=127.0.0.1:0",
+        "--ansible-verbosity=0",
     ]  # fmt: skip
     with log_path.open("wb") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environ)

@@ -133,6 +133,7 @@ def start_operator(
                 f"--artifacts-dir={work / 'artifacts'}",
                 "--metrics-bind-address=0",
                 "--health-probe-bind-address=0",
+                "--role-metrics-bind-address=127.0.0.1:0",
                 "--log-format=json",
                 *extra,
             ],

@@ -113,6 +113,8 @@ def ours_spec(work: Path, watches: Path, extra: list[str]) -> OperatorSpec:
     argv = [str(exe), "run", f"--watches-file={watches}", f"--artifacts-dir={artifacts}"]
     if _help_lists(exe, "--metrics-bind-address"):
         argv += ["--metrics-bind-address=0", "--health-probe-bind-address=0"]
+    if _help_lists(exe, "--role-metrics-bind-address"):
+        argv += ["--role-metrics-bind-address=127.0.0.1:0"]
     argv += extra
     return OperatorSpec("ours", "operator-runner", argv, {}, artifacts)
 

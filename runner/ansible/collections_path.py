@@ -2,14 +2,19 @@
 
 ansible-core reads `ANSIBLE_COLLECTIONS_PATH` (or the older `ANSIBLE_COLLECTIONS_PATHS`), which
 defaults to `~/.ansible/collections:/usr/share/ansible/collections`, and then scans the Python
-path. Runs get our bundled `operator_sdk.util` collection in front of that. The watches loader
-(collection roles), the runs' environment and the module fork server (precompiled collection
-code) all take their list from here. Stdlib only: the fork server imports it.
+path. Runs get our bundled `operator_sdk.util` collection in front of that, unless an
+`operator_sdk.util` of a newer version is installed there (or on the Python path): then the
+bundled one is left out and the installed one is used, as a user who installs a newer release
+expects. The watches loader (collection roles), the runs' environment and the module fork
+server (precompiled collection code) all take their list from here. Stdlib only: the fork server
+imports it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -26,9 +31,52 @@ def configured(environ: Mapping[str, str]) -> list[str]:
     return list(DEFAULT_COLLECTIONS_PATH)
 
 
-def runs_path(environ: Mapping[str, str]) -> str:
-    """The ANSIBLE_COLLECTIONS_PATH of every run: the bundled collection first."""
-    return os.pathsep.join([str(BUNDLED_COLLECTIONS), *configured(environ)])
+def version_of(collection: Path) -> tuple[int, ...] | None:
+    """The version of the collection installed in folder `collection` (MANIFEST.json of an
+    installed collection, else galaxy.yml of a source tree); None when unknown."""
+    try:
+        manifest = json.loads((collection / "MANIFEST.json").read_text(encoding="utf-8"))
+        text = str(manifest["collection_info"]["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        try:
+            galaxy = (collection / "galaxy.yml").read_text(encoding="utf-8")
+        except OSError:
+            return None
+        found = re.search(r"^version:\s*['\"]?([0-9][^'\"\s#]*)", galaxy, re.MULTILINE)
+        if not found:
+            return None
+        text = found.group(1)
+    numbers = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", text)
+    if not numbers:
+        return None
+    return tuple(int(n or 0) for n in numbers.groups())
+
+
+BUNDLED_UTIL = BUNDLED_COLLECTIONS / "ansible_collections" / "operator_sdk" / "util"
+
+
+def newer_util_installed(
+    environ: Mapping[str, str], python_paths: Iterable[str | Path] | None = None
+) -> Path | None:
+    """The folder of an installed `operator_sdk.util` newer than the bundled one, if any."""
+    ours = version_of(BUNDLED_UTIL) or (0,)
+    for root in collection_roots(environ, python_paths):
+        candidate = root / "ansible_collections" / "operator_sdk" / "util"
+        if candidate.resolve() == BUNDLED_UTIL.resolve() or not candidate.is_dir():
+            continue
+        version = version_of(candidate)
+        if version is not None and version > ours:
+            return candidate
+    return None
+
+
+def runs_path(environ: Mapping[str, str], python_paths: Iterable[str | Path] | None = None) -> str:
+    """The ANSIBLE_COLLECTIONS_PATH of every run: the bundled collection first, or not at all
+    when a newer `operator_sdk.util` is installed (which Ansible then finds)."""
+    paths = configured(environ)
+    if newer_util_installed(environ, python_paths) is None:
+        paths = [str(BUNDLED_COLLECTIONS), *paths]
+    return os.pathsep.join(paths)
 
 
 def collection_roots(

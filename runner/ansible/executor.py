@@ -67,6 +67,20 @@ def inventory_text(python: str = sys.executable) -> str:
     )
 
 
+def user_inventory(environ: Mapping[str, str], cwd: Path | None = None) -> list[str]:
+    """The inventory sources `ANSIBLE_INVENTORY` names (Ansible's comma-separated path list),
+    relative paths taken from the operator's working directory; [] when it is unset.
+
+    As operator-sdk (which passes it to ansible-runner as `--inventory`): when the operator's
+    environment names an inventory, runs use it instead of the runner's own one-host
+    inventory, so plays for its groups (`hosts: test`) find their hosts. Its variables, the
+    Python interpreter included, are then the inventory's business.
+    """
+    raw = environ.get("ANSIBLE_INVENTORY", "")
+    base = cwd or Path.cwd()
+    return [str(base / Path(p.strip()).expanduser()) for p in raw.split(",") if p.strip()]
+
+
 def ansible_env(tmp_dir: Path, roles_paths: list[Path]) -> dict[str, str]:
     """Environment of every run: our bundled collection first, no colour, temp files we own."""
     env: dict[str, str] = {}
@@ -135,6 +149,9 @@ class Executor:
         max_parallel_runs: int | None = None,
     ) -> None:
         self._env = ansible_env(tmp_dir, roles_paths)
+        self._user_inventory = user_inventory(os.environ)
+        if self._user_inventory:
+            log.info("inventory from ANSIBLE_INVENTORY: %s", ", ".join(self._user_inventory))
         # One budget for all kinds together (each kind's workers are limited on their own):
         # no more runs in flight than the memory limit holds.
         self._slots = asyncio.Semaphore(max_parallel_runs) if max_parallel_runs else None
@@ -153,6 +170,11 @@ class Executor:
             if max_parallel_runs
             else "no memory limit known",
         )
+
+    def add_env(self, env: Mapping[str, str]) -> None:
+        """Variables for every run from now on (set before the first run: the warm executors
+        take the environment they start with)."""
+        self._env.update(env)
 
     def _acquire_pool(self) -> WarmPool | None:
         """The fork servers, started with the first run (an idle operator does not pay for
@@ -236,10 +258,13 @@ class Executor:
             (private / "env" / stale).unlink(missing_ok=True)
         extravars = private / "env" / "extravars"
         _write_private(extravars, request.extravars_text)
-        hosts = private / "inventory" / "hosts"
-        inventory = inventory_text(str(pool.python_client) if pool else sys.executable)
-        if not hosts.exists() or hosts.read_text(encoding="utf-8") != inventory:
-            _write_private(hosts, inventory)
+        inventory: str | list[str] = self._user_inventory
+        if not inventory:
+            hosts = private / "inventory" / "hosts"
+            text = inventory_text(str(pool.python_client) if pool else sys.executable)
+            if not hosts.exists() or hosts.read_text(encoding="utf-8") != text:
+                _write_private(hosts, text)
+            inventory = str(hosts)
         cmdline = list(request.cmdline)
         envvars = {**self._env, **request.envvars}
         if pool is not None:  # the warm client is a raw binary: the playbook is an argument
@@ -257,7 +282,7 @@ class Executor:
             ident=request.ident,
             playbook=str(request.playbook),
             project_dir=str(request.playbook.parent),
-            inventory=str(hosts),
+            inventory=inventory,
             binary=str(pool.playbook_client) if pool else None,
             envvars=envvars,
             verbosity=request.verbosity or None,

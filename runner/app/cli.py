@@ -58,6 +58,26 @@ def _verbosity(text: str) -> int:
     return value
 
 
+def ansible_args(text: str) -> tuple[str, ...]:
+    """`--ansible-args` as the arguments it stands for.
+
+    A Deployment's `args: ["--ansible-args='--vault-password-file /opt/ansible/pwd.yml'"]`
+    reaches the operator with the quotes (no shell removes them). operator-sdk strips one
+    surrounding pair of quotes and splits the rest on whitespace; so do we, except that the
+    rest is split as a shell would (quotes inside it group words), which is the same for
+    every value operator-sdk accepts. A value that is not wrapped in one pair of quotes is
+    split as a shell would, as before.
+    """
+    try:
+        words = shlex.split(text)
+        inner = text.strip()
+        if len(words) == 1 and len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"":
+            words = shlex.split(words[0])  # the whole value was quoted once: unwrap it
+    except ValueError as err:  # unbalanced quotes
+        raise argparse.ArgumentTypeError(f"cannot split {text!r}: {err}") from None
+    return tuple(words)
+
+
 def _bind_address(text: str) -> str:
     try:
         parse_bind_address(text)
@@ -79,6 +99,14 @@ def _add_production_flags(run: argparse.ArgumentParser) -> None:
         type=_bind_address,
         default=":6789",
         help="where /healthz and /readyz are served; 0 switches them off (default :6789)",
+    )
+    run.add_argument(
+        "--role-metrics-bind-address",
+        type=_bind_address,
+        default="127.0.0.1:5050",
+        help="where roles' operator_sdk.util.osdk_metric calls are received (POST /metrics, "
+        "served with the operator's own on --metrics-bind-address); 0 switches it off "
+        "(default 127.0.0.1:5050, operator-sdk's)",
     )
     run.add_argument(
         "--leader-elect",
@@ -165,7 +193,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="ansible-playbook verbosity, 0-7 (default 2, as operator-sdk)",
     )
     run.add_argument(
-        "--ansible-args", default="", help="extra arguments for ansible-playbook, e.g. '--tags foo'"
+        "--ansible-args",
+        type=ansible_args,
+        default=(),
+        help="extra arguments for ansible-playbook, e.g. '--tags foo' (one surrounding pair "
+        "of quotes is removed, as operator-sdk does)",
     )
     run.add_argument(
         "--ansible-log-events",
@@ -197,6 +229,16 @@ def build_parser() -> argparse.ArgumentParser:
         default="info",
         help="log level, as operator-sdk's flag (default info: task results that changed or "
         "failed, runs that changed something; debug adds every task and every run)",
+    )
+    run.add_argument(
+        "--owner-ref-on-update",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="BOOL",
+        help="also add them when a role replaces, patches or applies an object that existed "
+        "before (adopting it; default false: on create only, as operator-sdk)",
     )
     run.add_argument(
         "--log-format",
@@ -270,6 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     production = ProductionConfig(
         metrics_bind_address=args.metrics_bind_address,
         health_probe_bind_address=args.health_probe_bind_address,
+        role_metrics_bind_address=args.role_metrics_bind_address,
         leader_elect=args.leader_elect,
         leader_election_id=args.leader_election_id,
         leader_election_namespace=args.leader_election_namespace,
@@ -284,9 +327,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_concurrent_reconciles=args.max_concurrent_reconciles,
         reconcile_period=args.reconcile_period,
         verbosity=args.ansible_verbosity,
-        ansible_args=tuple(shlex.split(args.ansible_args)),
+        ansible_args=args.ansible_args,
         log_events=args.ansible_log_events,
         inject_owner_ref=args.inject_owner_ref,
+        owner_ref_on_update=args.owner_ref_on_update,
         artifacts_dir=args.artifacts_dir or default_artifacts_dir(args.watches_file),
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         kubeconfig=args.kubeconfig,

@@ -53,6 +53,7 @@ class OperatorConfig:
     ansible_args: tuple[str, ...] = ()
     log_events: LogEvents = LogEvents.TASKS
     inject_owner_ref: bool = True
+    owner_ref_on_update: bool = False
     artifacts_dir: Path = Path("/tmp/operator-runner")
     graceful_shutdown_timeout: float = 30.0
     executor: str = "warm"  # or "plain"
@@ -225,6 +226,8 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         executor.cancel_all,
         graceful_timeout=config.graceful_shutdown_timeout,
     )
+    if production.role_metrics_url:  # the bundled osdk_metric's default address
+        executor.add_env({"OPERATOR_RUNNER_METRICS_URL": production.role_metrics_url})
     if not await production.lead():  # stopped while standing by: nothing of ours ran
         await prober.stop()
         await production.close()
@@ -247,6 +250,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     proxy = Proxy(
         upstream,
         inject=config.inject_owner_ref,
+        adopt=config.owner_ref_on_update,
         on_write=lambda info, owner, obj: routes.on_write(dependents, info, owner, obj),
     )
     await proxy.start()

@@ -50,6 +50,7 @@ from runner.app.lease import (
     new_identity,
 )
 from runner.app.metrics import PrometheusMetrics
+from runner.app.rolemetrics import RoleMetrics
 from runner.control.controller import Controller, drain
 from runner.control.metrics import NULL_METRICS, Metrics, WorkerStats
 from runner.kube.client import KubeClient
@@ -59,12 +60,15 @@ log = logging.getLogger("runner.production")
 
 DEFAULT_METRICS_BIND_ADDRESS = ":8080"
 DEFAULT_HEALTH_PROBE_BIND_ADDRESS = ":6789"
+# Where operator-sdk's osdk_metric module posts (http://localhost:5050/metrics).
+DEFAULT_ROLE_METRICS_BIND_ADDRESS = "127.0.0.1:5050"
 
 
 @dataclass(frozen=True)
 class ProductionConfig:
     metrics_bind_address: str = DEFAULT_METRICS_BIND_ADDRESS
     health_probe_bind_address: str = DEFAULT_HEALTH_PROBE_BIND_ADDRESS
+    role_metrics_bind_address: str = DEFAULT_ROLE_METRICS_BIND_ADDRESS
     leader_elect: bool = False
     leader_election_id: str | None = None
     leader_election_namespace: str | None = None
@@ -120,6 +124,7 @@ class Production:
         self.graceful_timeout = graceful_timeout
         self.hard_exit: Callable[[float], None] = _hard_exit  # replaceable in tests
         self.overdue_exit: Callable[[float, int], None] = _overdue_exit  # replaceable in tests
+        self.role_metrics_url = ""  # where osdk_metric posts; "" when switched off
 
     @property
     def ready_flag(self) -> asyncio.Event:
@@ -138,6 +143,7 @@ class Production:
     ) -> Production:
         metrics_at = _address("--metrics-bind-address", config.metrics_bind_address)
         health_at = _address("--health-probe-bind-address", config.health_probe_bind_address)
+        role_metrics_at = _address("--role-metrics-bind-address", config.role_metrics_bind_address)
         election = election_config(config, watches, environ) if config.leader_elect else None
         health = Health(stale_after=config.lease_duration)
         metrics: Metrics = NULL_METRICS
@@ -157,6 +163,20 @@ class Production:
                     )
                 )
                 await endpoints[-1].start()
+            role_metrics_url = ""
+            if role_metrics_at is not None:
+                registry = metrics.registry if isinstance(metrics, PrometheusMetrics) else None
+                role_metrics = RoleMetrics(registry)  # without /metrics: kept, not served
+                endpoints.append(
+                    Endpoint(
+                        "roles' osdk_metric",
+                        role_metrics.app(),
+                        role_metrics_at,
+                        "--role-metrics-bind-address",
+                    )
+                )
+                await endpoints[-1].start()
+                role_metrics_url = f"http://{endpoints[-1].bound[0]}/metrics"
         except BaseException:
             for endpoint in endpoints:
                 await endpoint.stop()
@@ -164,7 +184,9 @@ class Production:
         elector = None
         if election is not None:
             elector = LeaderElector(client, election, on_standby=health.standby)
-        return cls(metrics, health, endpoints, elector, cancel_runs, graceful_timeout)
+        production = cls(metrics, health, endpoints, elector, cancel_runs, graceful_timeout)
+        production.role_metrics_url = role_metrics_url
+        return production
 
     # -- leadership -------------------------------------------------------------------------
 

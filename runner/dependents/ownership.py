@@ -5,9 +5,9 @@ when the CR is cluster-scoped) gets an ownerReference to the CR; an object in an
 namespace, or a cluster-scoped object of a namespaced CR, gets the annotations
 `operator-sdk/primary-resource: <ns>/<name>` and
 `operator-sdk/primary-resource-type: <Kind>.<group>` instead (ownerReferences cannot cross
-namespaces). Unlike operator-sdk, this happens on every write (create, replace, every kind of
-patch, server-side apply), not only on create: existing references are kept, ours is added
-when absent.
+namespaces). When this happens is the proxy's choice (runner/dependents/proxy.py): on create,
+as operator-sdk, or with `--owner-ref-on-update` on every write (replace, every kind of patch,
+server-side apply). Existing references are kept; ours is added when absent.
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ of its own, valid for that run only. The proxy
   never reach the role, its kubeconfig or the runner artifacts);
 - streams responses (watch, follow=true logs) and relays WebSocket upgrades (exec, attach,
   port-forward) unchanged;
-- adds the run's CR as owner (or the primary-resource annotations) to every object written
-  (create, replace, patch, apply), when owner injection is on, and reports what kinds were
-  written so that the operator watches them.
+- adds the run's CR as owner (or the primary-resource annotations) to every object the role
+  creates (a POST, or a PUT, patch or apply that the API server answers 201 Created), when
+  owner injection is on, as operator-sdk does; with `adopt` (`--owner-ref-on-update`) to
+  every object written (replace, patch, apply of objects that existed before too);
+- reports what kinds were written so that the operator watches them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from runner.dependents import datastrings
 from runner.dependents.ownership import (
     Owner,
     RequestInfo,
@@ -110,11 +113,13 @@ class Proxy:
         upstream: AsyncUpstream,
         *,
         inject: bool,
+        adopt: bool = False,
         on_write: WriteListener | None = None,
         host: str = "127.0.0.1",
     ) -> None:
         self.upstream = upstream
         self.inject = inject
+        self.adopt = adopt  # owner references on updates of existing objects too
         self.on_write = on_write
         self.host = host
         self.url = ""
@@ -177,8 +182,11 @@ class Proxy:
             return await self._websocket(request)
         info = parse_path(request.path)
         body = await request.read()
+        if applies(request.method, info) and _is_json(request):
+            body = datastrings.fix_body(info, body)  # ansible-core 2.19's typed templates
         writes = self.inject and applies(request.method, info) and _is_json(request)
-        if writes and request.method in ("POST", "PUT") and info is not None:
+        marks_body = request.method == "POST" or (self.adopt and request.method == "PUT")
+        if writes and marks_body and info is not None:
             body = _marked_body(body, info, owner)
         headers = _forward_headers(request.headers)
         headers.update(self.upstream.auth_headers())
@@ -200,7 +208,11 @@ class Proxy:
             )
         try:
             if info is not None and applies(request.method, info) and 200 <= upstream.status < 300:
-                return await self._after_write(request, upstream, info, owner, writes)
+                # operator-sdk marks only what a role creates; an update of an object that
+                # existed before (the role's or someone else's) is left as it was, unless adopt
+                created = request.method == "POST" or upstream.status == 201
+                mark_it = writes and (created or self.adopt)
+                return await self._after_write(request, upstream, info, owner, mark_it)
             return await _relay(request, upstream)
         finally:
             upstream.release()

@@ -52,7 +52,9 @@ def _refs(meta: Any) -> list[tuple[str, str, bool]]:
     return [(r.kind, r.name, bool(r.controller)) for r in meta.owner_references or []]
 
 
-def test_created_and_updated_objects_are_owned(env: Env) -> None:
+def test_created_objects_are_owned_updated_ones_are_not(env: Env) -> None:
+    """As operator-sdk: owner references on what a role creates, not on an object that existed
+    before the CR and that the role only updates (its finalizerconcurrencytest relies on it)."""
     env.core.create_namespaced_config_map(
         env.ns, {"metadata": {"name": "own-pre"}, "data": {"before": "1"}}
     )
@@ -61,12 +63,34 @@ def test_created_and_updated_objects_are_owned(env: Env) -> None:
     uid = cr["metadata"]["uid"]
     cm = env.config_map("own-cm")
     dep = env.apps.read_namespaced_deployment("own-dep", env.ns)
-    pre = env.config_map("own-pre")
-    for meta in (cm.metadata, dep.metadata, pre.metadata):  # type: ignore[union-attr]
+    for meta in (cm.metadata, dep.metadata):  # type: ignore[union-attr]
         assert _refs(meta) == [("Owner", "own", True)], meta.name
         assert meta.owner_references[0].uid == uid
         assert meta.owner_references[0].block_owner_deletion is True
-    assert pre.data == {"before": "1", "touched": "yes"}  # type: ignore[union-attr]
+    pre = env.config_map("own-pre")
+    assert pre is not None and pre.data == {"before": "1", "touched": "yes"}
+    assert _refs(pre.metadata) == [], "an object that existed before is not adopted"
+
+
+def test_owner_ref_on_update_adopts_objects_that_existed_before(
+    cluster: Cluster, env: Env, tmp_path: Path
+) -> None:
+    """`--owner-ref-on-update`: updated objects get the owner reference too."""
+    with temporary_namespace(cluster, "adopt") as ns:
+        adopting = Env(cluster, env.api, ns, tmp_path, group=GROUP, watches=WATCHES)
+        adopting.start(args=("--owner-ref-on-update",))
+        try:
+            adopting.core.create_namespaced_config_map(
+                ns, {"metadata": {"name": "own-pre"}, "data": {"before": "1"}}
+            )
+            adopting.create("Owner", "own", {"updatePre": True})
+            cr = adopting.wait_condition("Owner", "own", generation=False, timeout=90)
+            pre = adopting.config_map("own-pre")
+            assert pre is not None and pre.data == {"before": "1", "touched": "yes"}
+            assert _refs(pre.metadata) == [("Owner", "own", True)]
+            assert pre.metadata.owner_references[0].uid == cr["metadata"]["uid"]
+        finally:
+            adopting.stop()
 
 
 def test_deleted_or_scaled_dependents_are_put_back(env: Env) -> None:

@@ -180,6 +180,7 @@ def test_image_converges_the_samples_as_uid_1001_on_a_read_only_root(
     args = [
         f"--health-probe-bind-address=127.0.0.1:{health}",
         f"--metrics-bind-address=127.0.0.1:{metrics}",
+        "--role-metrics-bind-address=127.0.0.1:0",  # not 5050: operators run side by side
         "--log-format=json",
     ]
     with log_path.open("wb") as log:

@@ -61,7 +61,8 @@ def test_the_tutorial_runs_as_written(cluster: Cluster, tmp_path: Path) -> None:
         ),
         KUBECONFIG=str(kubeconfig),
         # no fixed ports on a shared machine: `make run` takes RUN_ARGS from the environment
-        RUN_ARGS="--metrics-bind-address=0 --health-probe-bind-address=0",
+        RUN_ARGS="--metrics-bind-address=0 --health-probe-bind-address=0"
+        " --role-metrics-bind-address=127.0.0.1:0",
         MOLECULE_NAMESPACE=f"tutorial-molecule-{os.getpid()}",
     )
     proc = subprocess.run(

@@ -87,3 +87,36 @@ def test_bad_flags_are_refused(flag: str) -> None:
     proc = run("run", flag)
     assert proc.returncode == 2
     assert flag.split("=")[0] in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv_value", "expected"),
+    [
+        # what a Deployment's `args` passes: no shell took the quotes off
+        (
+            "'--vault-password-file /opt/ansible/pwd.yml'",
+            ("--vault-password-file", "/opt/ansible/pwd.yml"),
+        ),
+        ('"--tags foo --skip-tags bar"', ("--tags", "foo", "--skip-tags", "bar")),
+        ("'--extra-vars=from_args=yes'", ("--extra-vars=from_args=yes",)),
+        # what a shell passes after taking its quotes off: split as before
+        ("--tags foo", ("--tags", "foo")),
+        ("--extra-vars 'msg=a b'", ("--extra-vars", "msg=a b")),
+        ("\"--extra-vars 'msg=a b'\"", ("--extra-vars", "msg=a b")),
+        ("'--check' '--diff'", ("--check", "--diff")),
+        ("", ()),
+    ],
+)
+def test_ansible_args_strip_one_pair_of_quotes_then_split(
+    argv_value: str, expected: tuple[str, ...]
+) -> None:
+    from runner.app.cli import build_parser
+
+    args = build_parser().parse_args(["run", f"--ansible-args={argv_value}"])
+    assert args.ansible_args == expected
+
+
+def test_ansible_args_with_unbalanced_quotes_is_refused() -> None:
+    proc = run("run", "--ansible-args='--tags foo")
+    assert proc.returncode == 2
+    assert "--ansible-args" in proc.stderr and "cannot split" in proc.stderr

@@ -334,6 +334,7 @@ def production_config(**overrides: Any) -> ProductionConfig:
     settings: dict[str, Any] = {
         "metrics_bind_address": "127.0.0.1:0",
         "health_probe_bind_address": "127.0.0.1:0",
+        "role_metrics_bind_address": "127.0.0.1:0",  # not 5050: an operator may run here
         "leader_elect": True,
         "leader_election_id": "op",
         "leader_election_namespace": "ops",

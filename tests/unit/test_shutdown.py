@@ -38,7 +38,9 @@ class SlowReconciler:
 
 
 async def _production(grace: float, cancelled: list[bool]) -> Production:
-    config = ProductionConfig(metrics_bind_address="0", health_probe_bind_address="0")
+    config = ProductionConfig(
+        metrics_bind_address="0", health_probe_bind_address="0", role_metrics_bind_address="0"
+    )
     return await Production.start(
         config,
         cast(KubeClient, object()),

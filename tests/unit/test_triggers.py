@@ -42,6 +42,15 @@ def test_annotations_only_when_asked() -> None:
     assert should_reconcile("MODIFIED", fingerprint(a, True), fingerprint(b, True))
 
 
+def test_objects_without_generation_reconcile_on_every_update() -> None:
+    """ConfigMaps and Secrets as primaries: no generation, so every update counts (as
+    operator-sdk's predicate treats objects without one)."""
+    before = {"metadata": {"name": "cm"}, "data": {"a": "1"}}
+    after = {"metadata": {"name": "cm"}, "data": {"a": "2"}}
+    assert fingerprint(before, False).generation is None
+    assert should_reconcile("MODIFIED", fingerprint(before, False), fingerprint(after, False))
+
+
 def test_unknown_previous_state_reconciles() -> None:
     assert should_reconcile("MODIFIED", None, fingerprint(body(), False))
 

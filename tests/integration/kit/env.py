@@ -83,10 +83,15 @@ class Env:
         return self._op
 
     def start(
-        self, *, namespaces: list[str] | None = None, args: tuple[str, ...] = ()
+        self,
+        *,
+        namespaces: list[str] | None = None,
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> RunningOperator:
-        """Start `operator-runner run` for this namespace (or `namespaces`); `stop` ends it."""
-        self._start_args = {"namespaces": namespaces, "args": args}
+        """Start `operator-runner run` for this namespace (or `namespaces`), with `args` and
+        the environment variables `env` on top of the test's; `stop` ends it."""
+        self._start_args = {"namespaces": namespaces, "args": args, "env": env}
         return self._start()
 
     def _start(self) -> RunningOperator:

@@ -71,6 +71,7 @@ def launch(
         # no fixed ports in tests (operators may run side by side); `args` may override these
         "--metrics-bind-address=0",
         "--health-probe-bind-address=0",
+        "--role-metrics-bind-address=127.0.0.1:0",  # osdk_metric's listener, on a free port
         *args,
     ]
     with log_path.open("wb") as log:
