@@ -18,7 +18,10 @@ import pytest
 
 from .conftest import REPO, Cluster
 
-pytestmark = pytest.mark.integration
+# serial: make test runs it after the two-worker pass. Beside other tests on the xdist workers,
+# the operator its `make molecule` starts in the background was killed between converge and
+# idempotence (no log line: SIGKILL, cause not found yet); alone it passes.
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 TUTORIAL = REPO / "docs" / "tutorial.md"
 
