@@ -191,11 +191,14 @@ class Env:
         timeout: float = 120,
         generation: bool = True,
         after: str | None = None,
+        idle: bool = False,
         op: RunningOperator | None = None,
     ) -> dict[str, Any]:
         """The CR once condition `ctype` has `status` (for its current generation unless
         `generation` is False; with `after`, once the condition's run completed later than that
-        `ansibleResult.completion`). On timeout the operator's log (`op`'s) is printed."""
+        `ansibleResult.completion`; with `idle`, in a read where `Running` is False too, between
+        two runs of a CR that is retried or requeued). On timeout the operator's log (`op`'s) is
+        printed."""
 
         def probe() -> dict[str, Any] | None:
             obj = self.get(kind, name)
@@ -205,6 +208,8 @@ class Env:
             if generation and cond.get("observedGeneration") != obj["metadata"]["generation"]:
                 return None
             if after is not None and completion(cond) in (None, after):
+                return None
+            if idle and (condition(obj, "Running") or {}).get("status") != "False":
                 return None
             return obj
 
