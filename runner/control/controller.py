@@ -4,19 +4,26 @@ Workers take keys from the queue (one run per object at a time, events during a 
 into one follow-up run), reconcile, then requeue: after `requeue_after`, after a backoff that
 grows with each consecutive failure (capped), or after the reconcile period. A failing or slow
 CR holds one worker at most; the others keep going.
+
+Fairness: watch events, dependents' changes and `requeue_after` go to the queue's event lane;
+periodic resyncs, the initial listing and retries go to its background lane, which is served
+after it and may hold at most all workers but one (queue.py). Resyncs are spread: each falls due
+after the period less up to `RESYNC_JITTER` of it (controller-runtime's SyncPeriod jitters the
+same way), so CRs converged together do not all fall due together again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from runner.control.backoff import Backoff
 from runner.control.metrics import NULL_METRICS, Metrics, Result
-from runner.control.queue import WorkQueue
+from runner.control.queue import Lane, WorkQueue
 from runner.control.selectors import matches
 from runner.control.triggers import Seen, fingerprint, should_reconcile
 from runner.kube.resources import ObjectRef, Resource
@@ -24,6 +31,14 @@ from runner.reconcile.reconciler import Outcome, Reconciler
 from runner.util.logs import cr_fields
 
 log = logging.getLogger("runner.controller")
+
+RESYNC_JITTER = 0.1  # a resync falls due after the period less up to 10 % of it
+
+
+def background_limit(workers: int) -> int:
+    """How many workers resyncs and retries may hold at once: all but one, so an event never
+    waits for a resync to end (with one worker, that one)."""
+    return max(1, workers - 1)
 
 
 class Controller:
@@ -33,13 +48,17 @@ class Controller:
         workers: int,
         backoff: Backoff | None = None,
         metrics: Metrics = NULL_METRICS,
+        rng: random.Random | None = None,
     ):
         self.reconciler = reconciler
         self.metrics = metrics
         self.watch = reconciler.watch
         self.workers = workers
-        self.queue: WorkQueue[ObjectRef] = WorkQueue(on_wait=self._observe_wait)
+        self.queue: WorkQueue[ObjectRef] = WorkQueue(
+            on_wait=self._observe_wait, background_limit=background_limit(workers)
+        )
         self.backoff = backoff or Backoff()
+        self._random = rng or random.Random()
         self._seen: dict[ObjectRef, Seen] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self.busy = 0
@@ -61,7 +80,9 @@ class Controller:
         else:
             self._seen[ref] = current
         if should_reconcile(event_type, previous, current):
-            self.queue.add(ref)
+            # kopf's listing (event None) of a CR as it was: housekeeping, not news
+            listed = event_type is None and previous in (None, current)
+            self.queue.add(ref, lane=Lane.BACKGROUND if listed else Lane.EVENT)
 
     def enqueue(self, ref: ObjectRef, delay: float = 0.0) -> None:
         """Reconcile `ref` (a dependent changed, a resync is due, ...)."""
@@ -174,10 +195,15 @@ class Controller:
                 self.backoff.failures(ref),
                 extra=cr_fields(ref.resource.kind, ref.namespace, ref.name),
             )
-            self.queue.add(ref, delay)
+            self.queue.add(ref, delay, Lane.BACKGROUND)
             return
         self.backoff.reset(ref)
-        if outcome.requeue_after is not None:
+        if outcome.requeue_after is None:
+            return
+        if outcome.periodic:
+            spread = 1 - RESYNC_JITTER * self._random.random()
+            self.queue.add(ref, outcome.requeue_after * spread, Lane.BACKGROUND)
+        else:
             self.queue.add(ref, outcome.requeue_after)
 
 

@@ -9,12 +9,22 @@ Semantics of client-go's workqueue, which controller-runtime (and so operator-sd
   exactly one follow-up run;
 - `add(key, delay)` schedules a key for later (periodic resync, backoff, requeue_after).
 
-Keys are served in the order they became due (ties: the order they were added). A key keeps
-its place: a resync or another event for a key already waiting never moves it back, and a key
-that was added again during its run is handed out again as due since then, not since its run
-ended. So with a backlog no key waits behind keys that became due after it: none is starved,
-however long the backlog stays. How long keys waited is reported (`on_wait`, and
-`longest_wait` for the one waiting longest now): the metrics show a backlog that does not drain.
+Two lanes (fairness, what operator-sdk lacks: its users see new CRs wait hours behind periodic
+resyncs). `Lane.EVENT` holds what someone is waiting for: a create, a spec change, a delete, a
+dependent's change, a role's `requeue_after`. `Lane.BACKGROUND` holds the housekeeping: periodic
+resyncs, the initial listing of CRs already there at start-up, retries after a failure. A due
+event key is always handed out before a due background key, and at most `background_limit`
+background keys are processed at once, so with several workers one stays free for events however
+many resyncs fall due. A key is in one lane at a time; adding it to the event lane while it
+waits in the background lane moves it there.
+
+Within a lane keys are served in the order they became due (ties: the order they were added).
+A key keeps its place: a resync or another event for a key already waiting never moves it back,
+and a key that was added again during its run is handed out again as due since then, not since
+its run ended. So with a backlog no key waits behind keys of its lane that became due after it,
+however long the backlog stays; background keys wait only while events are due. How long keys
+waited is reported (`on_wait`, and `longest_wait` for the one waiting longest now): the metrics
+show a backlog that does not drain.
 
 Pure asyncio, no I/O; the clock is injectable for tests.
 """
@@ -27,9 +37,28 @@ import heapq
 import itertools
 import time
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from enum import Enum
+from typing import Generic, NamedTuple, TypeVar
 
 K = TypeVar("K", bound=Hashable)
+
+
+class Lane(Enum):
+    EVENT = "event"  # first: creates, changes, deletes, dependents, requeue_after
+    BACKGROUND = "background"  # after: periodic resyncs, the initial listing, retries
+
+
+class _Slot(NamedTuple):
+    due: float
+    lane: Lane
+
+
+def _merge(current: _Slot | None, new: _Slot) -> _Slot:
+    """One entry per key: the earlier due time, and the event lane if either is in it."""
+    if current is None:
+        return new
+    lane = Lane.EVENT if Lane.EVENT in (current.lane, new.lane) else Lane.BACKGROUND
+    return _Slot(min(current.due, new.due), lane)
 
 
 class WorkQueue(Generic[K]):
@@ -37,13 +66,17 @@ class WorkQueue(Generic[K]):
         self,
         clock: Callable[[], float] = time.monotonic,
         on_wait: Callable[[float], None] | None = None,
+        background_limit: int | None = None,
     ) -> None:
+        if background_limit is not None and background_limit < 1:
+            raise ValueError(f"background_limit must be >= 1, not {background_limit}")
         self._clock = clock
         self._on_wait = on_wait  # called with how long each key handed out waited, once due
-        self._heap: list[tuple[float, int, K]] = []
-        self._due: dict[K, float] = {}  # waiting keys -> due time (the heap may hold stale rows)
-        self._processing: set[K] = set()
-        self._dirty: dict[K, float] = {}  # processing keys added again -> due time
+        self._background_limit = background_limit  # None: no limit
+        self._heaps: dict[Lane, list[tuple[float, int, K]]] = {lane: [] for lane in Lane}
+        self._due: dict[K, _Slot] = {}  # waiting keys (the heaps may hold stale rows)
+        self._processing: dict[K, Lane] = {}
+        self._dirty: dict[K, _Slot] = {}  # processing keys added again
         self._seq = itertools.count()
         self._changed = asyncio.Event()
         self._closed = False
@@ -56,30 +89,38 @@ class WorkQueue(Generic[K]):
     def processing(self) -> int:
         return len(self._processing)
 
-    def due(self) -> int:
-        """Keys waiting that are due now (client-go's workqueue depth); the rest wait for later."""
+    def due(self, lane: Lane | None = None) -> int:
+        """Keys waiting that are due now (client-go's workqueue depth), of `lane` or of both."""
         now = self._clock()
-        return sum(1 for due in self._due.values() if due <= now)
+        return sum(
+            1 for slot in self._due.values() if slot.due <= now and lane in (None, slot.lane)
+        )
 
     def longest_wait(self) -> float:
         """How long the key that has been due the longest has waited (0 when none is due)."""
         now = self._clock()
-        return max((now - due for due in self._due.values() if due <= now), default=0.0)
+        return max((now - slot.due for slot in self._due.values() if slot.due <= now), default=0.0)
 
-    def add(self, key: K, delay: float = 0.0) -> None:
-        self._add_at(key, self._clock() + max(delay, 0.0))
+    def lane_of(self, key: K) -> Lane | None:
+        """The lane `key` waits in (None when it is not waiting)."""
+        slot = self._due.get(key)
+        return None if slot is None else slot.lane
 
-    def _add_at(self, key: K, due: float) -> None:
+    def add(self, key: K, delay: float = 0.0, lane: Lane = Lane.EVENT) -> None:
+        self._add_at(key, _Slot(self._clock() + max(delay, 0.0), lane))
+
+    def _add_at(self, key: K, slot: _Slot) -> None:
         if self._closed:
             return
         if key in self._processing:
-            self._dirty[key] = min(due, self._dirty.get(key, due))
+            self._dirty[key] = _merge(self._dirty.get(key), slot)
             return
         current = self._due.get(key)
-        if current is not None and current <= due:
+        merged = _merge(current, slot)
+        if merged == current:
             return
-        self._due[key] = due
-        heapq.heappush(self._heap, (due, next(self._seq), key))
+        self._due[key] = merged
+        heapq.heappush(self._heaps[merged.lane], (merged.due, next(self._seq), key))
         self._changed.set()
 
     def forget(self, key: K) -> None:
@@ -92,7 +133,6 @@ class WorkQueue(Generic[K]):
         while not self._closed:
             key, wait = self._pop_due()
             if key is not None:
-                self._processing.add(key)
                 return key
             self._changed.clear()
             # asyncio.timeout, not wait_for: no hidden task per wait (kopf waits for those)
@@ -102,29 +142,43 @@ class WorkQueue(Generic[K]):
         return None
 
     def done(self, key: K) -> None:
-        self._processing.discard(key)
-        due = self._dirty.pop(key, None)
-        if due is not None:
-            self._add_at(key, due)  # due since it was added, not since the run ended
-        else:
-            self._changed.set()  # another worker may wait for nothing but a wake-up
+        self._processing.pop(key, None)
+        slot = self._dirty.pop(key, None)
+        if slot is not None:
+            self._add_at(key, slot)  # due since it was added, not since the run ended
+        self._changed.set()  # a background slot may be free: a worker may wait for that only
 
     def close(self) -> None:
         self._closed = True
         self._changed.set()
 
+    def _background_full(self) -> bool:
+        if self._background_limit is None:
+            return False
+        busy = sum(1 for lane in self._processing.values() if lane is Lane.BACKGROUND)
+        return busy >= self._background_limit
+
     def _pop_due(self) -> tuple[K | None, float | None]:
+        """The next due key (events first), now processing; else how long until one is due
+        (None: nothing waits, or only background keys while their limit is reached)."""
         now = self._clock()
-        while self._heap:
-            due, _, key = self._heap[0]
-            if self._due.get(key) != due:  # stale row: merged, forgotten or handed out
-                heapq.heappop(self._heap)
-                continue
-            if due > now:
-                return None, due - now
-            heapq.heappop(self._heap)
-            del self._due[key]
-            if self._on_wait is not None:
-                self._on_wait(now - due)
-            return key, None
-        return None, None
+        waits: list[float] = []
+        for lane in Lane:
+            if lane is Lane.BACKGROUND and self._background_full():
+                break
+            heap = self._heaps[lane]
+            while heap:
+                due, _, key = heap[0]
+                if self._due.get(key) != (due, lane):  # stale: merged, moved, forgotten, taken
+                    heapq.heappop(heap)
+                    continue
+                if due > now:
+                    waits.append(due - now)
+                    break
+                heapq.heappop(heap)
+                del self._due[key]
+                self._processing[key] = lane
+                if self._on_wait is not None:
+                    self._on_wait(now - due)
+                return key, None
+        return None, min(waits, default=None)

@@ -60,6 +60,7 @@ class Outcome:
     """What the worker does next with the key."""
 
     requeue_after: float | None = None
+    periodic: bool = False  # requeue_after is the reconcile period (a resync), not asked for
     failed: bool = False
     forget: bool = False
     detail: str = ""
@@ -205,7 +206,7 @@ class Reconciler:
             return Outcome(requeue_after=0.0, detail="deleted during the run: finalize now")
         if summary.requeue_after is not None:
             return Outcome(requeue_after=summary.requeue_after, detail="requeue_after")
-        return Outcome(requeue_after=period or None, detail="successful")
+        return Outcome(requeue_after=period or None, periodic=bool(period), detail="successful")
 
     # -- the run ----------------------------------------------------------------------------
 
