@@ -13,10 +13,11 @@ Two lanes (fairness, what operator-sdk lacks: its users see new CRs wait hours b
 resyncs). `Lane.EVENT` holds what someone is waiting for: a create, a spec change, a delete, a
 dependent's change, a role's `requeue_after`. `Lane.BACKGROUND` holds the housekeeping: periodic
 resyncs, the initial listing of CRs already there at start-up, retries after a failure. A due
-event key is always handed out before a due background key, and at most `background_limit`
-background keys are processed at once, so with several workers one stays free for events however
-many resyncs fall due. A key is in one lane at a time; adding it to the event lane while it
-waits in the background lane moves it there.
+event key is handed out before a due background key (except that after `EVENT_BURST` of them in a
+row the background lane gets one turn, so a steady stream of events cannot starve it), and at
+most `background_limit` background keys are processed at once, so with several workers one stays
+free for events however many resyncs fall due. A key is in one lane at a time; adding it to the
+event lane while it waits in the background lane moves it there.
 
 Within a lane keys are served in the order they became due (ties: the order they were added).
 A key keeps its place: a resync or another event for a key already waiting never moves it back,
@@ -46,6 +47,11 @@ K = TypeVar("K", bound=Hashable)
 class Lane(Enum):
     EVENT = "event"  # first: creates, changes, deletes, dependents, requeue_after
     BACKGROUND = "background"  # after: periodic resyncs, the initial listing, retries
+
+
+#: While both lanes have due keys, one background key is handed out after this many event keys:
+#: a steady stream of events (CRs that requeue themselves) must not starve resyncs for good.
+EVENT_BURST = 4
 
 
 class _Slot(NamedTuple):
@@ -78,6 +84,7 @@ class WorkQueue(Generic[K]):
         self._processing: dict[K, Lane] = {}
         self._dirty: dict[K, _Slot] = {}  # processing keys added again
         self._seq = itertools.count()
+        self._events_in_a_row = 0  # event keys handed out while a background key was due
         self._changed = asyncio.Event()
         self._closed = False
 
@@ -100,6 +107,10 @@ class WorkQueue(Generic[K]):
         """How long the key that has been due the longest has waited (0 when none is due)."""
         now = self._clock()
         return max((now - slot.due for slot in self._due.values() if slot.due <= now), default=0.0)
+
+    def in_progress(self, key: K) -> bool:
+        """True while `key` is handed out and not yet `done`."""
+        return key in self._processing
 
     def lane_of(self, key: K) -> Lane | None:
         """The lane `key` waits in (None when it is not waiting)."""
@@ -158,27 +169,39 @@ class WorkQueue(Generic[K]):
         busy = sum(1 for lane in self._processing.values() if lane is Lane.BACKGROUND)
         return busy >= self._background_limit
 
+    def _head(self, lane: Lane) -> tuple[float, K] | None:
+        """The first live row of `lane` (stale rows dropped on the way), due or not."""
+        heap = self._heaps[lane]
+        while heap:
+            due, _, key = heap[0]
+            if self._due.get(key) == (due, lane):
+                return due, key
+            heapq.heappop(heap)  # stale: merged, moved, forgotten or handed out
+        return None
+
     def _pop_due(self) -> tuple[K | None, float | None]:
         """The next due key (events first), now processing; else how long until one is due
         (None: nothing waits, or only background keys while their limit is reached)."""
         now = self._clock()
-        waits: list[float] = []
-        for lane in Lane:
-            if lane is Lane.BACKGROUND and self._background_full():
-                break
-            heap = self._heaps[lane]
-            while heap:
-                due, _, key = heap[0]
-                if self._due.get(key) != (due, lane):  # stale: merged, moved, forgotten, taken
-                    heapq.heappop(heap)
-                    continue
-                if due > now:
-                    waits.append(due - now)
-                    break
-                heapq.heappop(heap)
-                del self._due[key]
-                self._processing[key] = lane
-                if self._on_wait is not None:
-                    self._on_wait(now - due)
-                return key, None
+        event = self._head(Lane.EVENT)
+        background = None if self._background_full() else self._head(Lane.BACKGROUND)
+        event_due = event is not None and event[0] <= now
+        background_due = background is not None and background[0] <= now
+        if event_due and background_due and self._events_in_a_row >= EVENT_BURST:
+            event_due = False  # the background lane's turn: it is never starved for good
+        if event_due:
+            self._events_in_a_row = self._events_in_a_row + 1 if background_due else 0
+            return self._take(Lane.EVENT, now), None
+        if background_due:
+            self._events_in_a_row = 0
+            return self._take(Lane.BACKGROUND, now), None
+        waits = [head[0] - now for head in (event, background) if head is not None]
         return None, min(waits, default=None)
+
+    def _take(self, lane: Lane, now: float) -> K:
+        due, _, key = heapq.heappop(self._heaps[lane])
+        del self._due[key]
+        self._processing[key] = lane
+        if self._on_wait is not None:
+            self._on_wait(now - due)
+        return key

@@ -10,7 +10,7 @@ from typing import cast
 import pytest
 
 from runner.control.controller import RESYNC_JITTER, Controller, background_limit
-from runner.control.queue import Lane, WorkQueue
+from runner.control.queue import EVENT_BURST, Lane, WorkQueue
 from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile.reconciler import Outcome, Reconciler
 from runner.watches import GVK, Watch
@@ -160,3 +160,20 @@ def test_the_initial_listing_is_background_and_changes_are_events() -> None:
     controller.queue.forget(ref("listed"))
     controller.on_event(ref("listed"), None, {"metadata": {"generation": 2}})  # changed meanwhile
     assert controller.queue.lane_of(ref("listed")) is Lane.EVENT
+
+
+def test_a_steady_stream_of_events_does_not_starve_the_background_lane() -> None:
+    async def go() -> list[str]:
+        q: WorkQueue[str] = WorkQueue()
+        q.add("resync", lane=Lane.BACKGROUND)
+        served = []
+        for i in range(20):  # events that keep coming back (CRs requeueing themselves)
+            q.add(f"event-{i % 3}")
+            q.add(f"event-{(i + 1) % 3}")
+            key = await asyncio.wait_for(q.get(), 1)
+            served.append(key)
+            q.done(key)
+        return served
+
+    served = asyncio.run(go())
+    assert "resync" in served[: EVENT_BURST + 1], served
