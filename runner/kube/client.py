@@ -119,6 +119,16 @@ def set_finalizers(ref: ObjectRef, finalizers: list[str], resource_version: str)
     )
 
 
+def set_label(ref: ObjectRef, key: str, value: str, resource_version: str) -> Request:
+    """Set one label, guarded by resourceVersion (409 when the object moved on)."""
+    return Request(
+        "PATCH",
+        object_path(ref.resource, ref.namespace, ref.name),
+        body={"metadata": {"labels": {key: value}, "resourceVersion": resource_version}},
+        content_type=MERGE_PATCH,
+    )
+
+
 def list_namespaces(limit: int | None = None) -> Request:
     params = {"limit": str(limit)} if limit is not None else {}
     return Request("GET", resource_path("", "v1", "namespaces"), params)
@@ -137,7 +147,8 @@ def patch_event(namespace: str, name: str, patch: JSON) -> Request:
     )
 
 
-# Leases (coordination.k8s.io/v1), for leader election (runner/app/leader.py).
+# Leases (coordination.k8s.io/v1), for leader election (runner/app/leader.py) and the shards'
+# membership (runner/app/sharding.py).
 
 
 def lease_path(namespace: str, name: str | None = None) -> str:
@@ -156,6 +167,14 @@ def create_lease(namespace: str, lease: JSON) -> Request:
 def replace_lease(namespace: str, name: str, lease: JSON) -> Request:
     """Replace a Lease; its metadata.resourceVersion makes it fail with 409 if it moved on."""
     return Request("PUT", lease_path(namespace, name), body=lease)
+
+
+def list_leases(namespace: str, label_selector: str) -> Request:
+    return Request("GET", lease_path(namespace), {"labelSelector": label_selector})
+
+
+def delete_lease(namespace: str, name: str) -> Request:
+    return Request("DELETE", lease_path(namespace, name))
 
 
 # --- sending requests ---------------------------------------------------------------------
