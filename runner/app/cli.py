@@ -119,6 +119,18 @@ def _add_production_flags(run: argparse.ArgumentParser) -> None:
         "(default false)",
     )
     run.add_argument(
+        "--sharding",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=os.environ.get("OPERATOR_RUNNER_SHARDING", "false"),
+        metavar="BOOL",
+        help="run as one of several replicas that divide the CRs among themselves: each "
+        "announces itself with a Lease of its own (named after --leader-election-id, in "
+        "--leader-election-namespace); excludes --leader-elect (default $OPERATOR_RUNNER_SHARDING "
+        "or false)",
+    )
+    run.add_argument(
         "--leader-election-id",
         default=None,
         help="name of the Lease (default: operator-runner-<hash of the watched API groups>)",
@@ -305,6 +317,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "run":
         parser.print_help()
         return 2
+    if args.sharding and args.leader_elect:
+        parser.error(
+            "--sharding and --leader-elect exclude each other: with --sharding every replica "
+            "works (on its share of the CRs); with --leader-elect one works and the others wait"
+        )
     logs.setup(args.log_format, logs.LEVELS[args.zap_log_level])
     from runner.app.manager import OperatorConfig, run_operator  # heavy imports only when running
     from runner.app.production import ProductionConfig
@@ -314,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         health_probe_bind_address=args.health_probe_bind_address,
         role_metrics_bind_address=args.role_metrics_bind_address,
         leader_elect=args.leader_elect,
+        sharding=args.sharding,
         leader_election_id=args.leader_election_id,
         leader_election_namespace=args.leader_election_namespace,
         lease_duration=args.leader_elect_lease_duration,

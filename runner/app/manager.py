@@ -24,8 +24,10 @@ from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, 
 from runner.app.kopf_import import kopf
 from runner.app.namespaces import skip_refused_namespace_scan
 from runner.app.production import Production, ProductionConfig
+from runner.app.sharding import Membership, relabeller, sharding_config
 from runner.control.controller import Controller
 from runner.control.reload import RoleReloader
+from runner.control.shards import Shards
 from runner.dependents.proxy import Proxy
 from runner.dependents.routing import Routes
 from runner.dependents.watcher import DependentWatches
@@ -233,6 +235,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         await production.close()
         client.close()
         return 0
+    shards, membership = await _join_shards(config, watches, client, production)
     # --
     registry = kopf.OperatorRegistry()
     production.register(registry)  # early Lease release
@@ -265,7 +268,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         options = watch_options(config, watch, os.environ)
         workers = watch_workers(config, watch, os.environ)
         reconciler = Reconciler(watch, options, client, executor, artifacts, recorder, proxy)
-        controller = Controller(reconciler, workers, metrics=production.metrics)
+        controller = Controller(reconciler, workers, metrics=production.metrics, shards=shards)
         production.track(controller)
         routes.add(controller)
         register(registry, controller)
@@ -308,6 +311,9 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
             reloader.cancel()
         production.stopping()
         await production.drained()  # begun at the signal: the rest of the grace period
+        if membership is not None and shards is not None and production.exit_code == 0:
+            await shards.close()
+            await membership.leave()  # no run of ours goes on: the others take over
         await production.close()  # after the runs ended: release the Lease, stop the endpoints
         await prober.stop()
         await dependents.stop()
@@ -316,6 +322,35 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         executor.close()
         client.close()
     return production.exit_code
+
+
+async def _join_shards(
+    config: OperatorConfig, watches: list[Watch], client: KubeClient, production: Production
+) -> tuple[Shards | None, Membership | None]:
+    """With --sharding: our Lease written, the live replicas known (runner/app/sharding.py)."""
+    prod = config.production
+    if not prod.sharding:
+        return None, None
+    sharding = sharding_config(
+        prod.leader_election_id,
+        prod.leader_election_namespace,
+        (prod.lease_duration, prod.renew_deadline, prod.retry_period),
+        [w.gvk.group for w in watches],
+        os.environ,
+    )
+    shards = Shards(sharding.identity, relabeller(client))
+    margin = sharding.lease_duration - sharding.renew_deadline
+    membership = Membership(
+        client, sharding, shards.set_members, lambda reason: production.lose(reason, margin)
+    )
+    await membership.join()
+    log.info(
+        "sharding: replica %s in group %s (Leases in %s)",
+        sharding.identity,
+        sharding.group,
+        sharding.namespace,
+    )
+    return shards, membership
 
 
 def read_watches(watches_file: Path) -> list[Watch] | None:

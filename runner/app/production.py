@@ -70,6 +70,7 @@ class ProductionConfig:
     health_probe_bind_address: str = DEFAULT_HEALTH_PROBE_BIND_ADDRESS
     role_metrics_bind_address: str = DEFAULT_ROLE_METRICS_BIND_ADDRESS
     leader_elect: bool = False
+    sharding: bool = False  # replicas divide the CRs (runner/app/sharding.py)
     leader_election_id: str | None = None
     leader_election_namespace: str | None = None
     lease_duration: float = LEASE_DURATION
@@ -220,7 +221,14 @@ class Production:
         self._lost(reason)
 
     def _lost(self, reason: str) -> None:
-        log.error("leader election lost: %s; stopping every reconcile now and exiting", reason)
+        assert self.elector is not None
+        config = self.elector.config
+        self.lose(f"leader election lost: {reason}", config.lease_duration - config.renew_deadline)
+
+    def lose(self, reason: str, margin: float) -> None:
+        """The right to run is gone (leadership, or a shard's Lease): cancel every run, stop,
+        exit 1; within `margin` s (less 1 s), before others may take over, at the latest."""
+        log.error("%s; stopping every reconcile now and exiting", reason)
         self.exit_code = 1
         self.health.lost()
         self._set_leader(False)
@@ -228,9 +236,7 @@ class Production:
         for controller in self._controllers:
             self._stoppers.append(asyncio.create_task(controller.stop(0)))
         self.stop_flag.set()
-        assert self.elector is not None
-        config = self.elector.config
-        margin = max(1.0, config.lease_duration - config.renew_deadline - 1.0)
+        margin = max(1.0, margin - 1.0)
         asyncio.get_running_loop().call_later(margin, self.hard_exit, margin)
 
     def _set_leader(self, leading: bool) -> None:
@@ -377,6 +383,6 @@ def _overdue_exit(after: float, code: int) -> None:
 
 
 def _hard_exit(margin: float) -> None:
-    log.critical("leader election lost and still not stopped after %g s: exiting now", margin)
+    log.critical("lost the Lease and still not stopped after %g s: exiting now", margin)
     logging.shutdown()
     os._exit(1)

@@ -25,6 +25,7 @@ from runner.control.backoff import Backoff
 from runner.control.metrics import NULL_METRICS, Metrics, Result
 from runner.control.queue import Lane, WorkQueue
 from runner.control.selectors import matches
+from runner.control.shards import Shards
 from runner.control.triggers import Seen, fingerprint, should_reconcile
 from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile.reconciler import Outcome, Reconciler
@@ -49,6 +50,7 @@ class Controller:
         backoff: Backoff | None = None,
         metrics: Metrics = NULL_METRICS,
         rng: random.Random | None = None,
+        shards: Shards | None = None,
     ):
         self.reconciler = reconciler
         self.metrics = metrics
@@ -59,6 +61,7 @@ class Controller:
         )
         self.backoff = backoff or Backoff()
         self._random = rng or random.Random()
+        self.shards = shards  # with --sharding: run only the CRs this replica holds
         self._seen: dict[ObjectRef, Seen] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self.busy = 0
@@ -73,6 +76,13 @@ class Controller:
         meta = body.get("metadata") or {}
         if event_type != "DELETED" and not matches(self.watch.selector, meta.get("labels")):
             return
+        if self.shards is not None:
+            held = self.shards.may_run(ref)
+            self.shards.observe(self, ref, event_type, body)
+            if event_type == "DELETED" and held:  # ours to clean up after
+                self.queue.add(ref)
+                self._seen.pop(ref, None)
+                return
         current = fingerprint(body, self.watch.watch_annotations_changes)
         previous = self._seen.get(ref)
         if event_type == "DELETED":
@@ -82,17 +92,26 @@ class Controller:
         if should_reconcile(event_type, previous, current):
             # kopf's listing (event None) of a CR as it was: housekeeping, not news
             listed = event_type is None and previous in (None, current)
-            self.queue.add(ref, lane=Lane.BACKGROUND if listed else Lane.EVENT)
+            self.enqueue(ref, lane=Lane.BACKGROUND if listed else Lane.EVENT)
 
-    def enqueue(self, ref: ObjectRef, delay: float = 0.0) -> None:
-        """Reconcile `ref` (a dependent changed, a resync is due, ...)."""
-        self.queue.add(ref, delay)
+    def enqueue(self, ref: ObjectRef, delay: float = 0.0, lane: Lane = Lane.EVENT) -> None:
+        """Reconcile `ref` (a dependent changed, a resync is due, ...): with sharding, only
+        while this replica holds it."""
+        if self.shards is None or self.shards.may_run(ref):
+            self.queue.add(ref, delay, lane)
 
     def enqueue_all(self) -> int:
         """Reconcile every CR of this watch that is known (its role changed); how many."""
         for ref in list(self._seen):
-            self.queue.add(ref)
+            self.enqueue(ref)
         return len(self._seen)
+
+    def running(self, ref: ObjectRef) -> bool:
+        return self.queue.in_progress(ref)
+
+    def forget(self, ref: ObjectRef) -> None:
+        """Drop `ref` from the queue (handed over to another replica)."""
+        self.queue.forget(ref)
 
     def enqueue_named(self, namespace: str, name: str) -> bool:
         """Reconcile the CR `namespace/name` of this watch (one of its dependents changed);
@@ -102,7 +121,7 @@ class Controller:
         ref = ObjectRef(self.resource, namespace if self.resource.namespaced else None, name)
         if ref not in self._seen:
             return False
-        self.queue.add(ref)
+        self.enqueue(ref)
         return True
 
     # -- workers ----------------------------------------------------------------------------
@@ -143,6 +162,10 @@ class Controller:
 
     async def _work(self) -> None:
         while (ref := await self.queue.get()) is not None:
+            if self.shards is not None and not self.shards.may_run(ref):
+                self.queue.done(ref)  # moved to another replica since it was queued
+                self.shards.settle(ref)
+                continue
             self.busy += 1
             started = time.monotonic()
             try:
@@ -152,6 +175,8 @@ class Controller:
                 self.queue.done(ref)
             self._observe(outcome, time.monotonic() - started)
             self._requeue(ref, outcome)
+            if self.shards is not None:
+                self.shards.settle(ref)  # hand it over if it moved during the run
 
     async def _reconcile(self, ref: ObjectRef) -> Outcome:
         try:
@@ -195,16 +220,16 @@ class Controller:
                 self.backoff.failures(ref),
                 extra=cr_fields(ref.resource.kind, ref.namespace, ref.name),
             )
-            self.queue.add(ref, delay, Lane.BACKGROUND)
+            self.enqueue(ref, delay, Lane.BACKGROUND)
             return
         self.backoff.reset(ref)
         if outcome.requeue_after is None:
             return
         if outcome.periodic:
             spread = 1 - RESYNC_JITTER * self._random.random()
-            self.queue.add(ref, outcome.requeue_after * spread, Lane.BACKGROUND)
+            self.enqueue(ref, outcome.requeue_after * spread, Lane.BACKGROUND)
         else:
-            self.queue.add(ref, outcome.requeue_after)
+            self.enqueue(ref, outcome.requeue_after)
 
 
 def _is_api_error(err: Exception) -> bool:
