@@ -115,7 +115,13 @@ class Env:
         self._stack.close()
         self._stack = ExitStack()
 
-    def launch(self, label: str, *args: str, max_concurrent: int = 4) -> RunningOperator:
+    def launch(
+        self,
+        label: str,
+        *args: str,
+        max_concurrent: int = 4,
+        env: dict[str, str] | None = None,
+    ) -> RunningOperator:
         """Start an operator process that the test stops, or SIGKILLs, itself."""
         tmp = self.tmp / label
         tmp.mkdir()
@@ -125,6 +131,7 @@ class Env:
             watches=self.watches,
             namespaces=[self.ns],
             args=args,
+            env=env,
             max_concurrent=max_concurrent,
         )
 
