@@ -128,19 +128,21 @@ image: ## Build the image without Docker or a registry (buildah + debootstrap ba
 image-test: venv ## Build the image that way and run it against the local cluster (or $$OPERATOR_RUNNER_KUBECONFIG): tests/integration/test_image.py.
 	$(BIN)/pytest tests/integration/test_image.py -q -ra
 
+DEPLOY_DIR = $(if $(filter 1 true yes,$(SHARDING)),deploy/overlays/sharding,deploy)
+
 .PHONY: deploy
-deploy: install ## Deploy the operator (deploy/: namespace, ServiceAccount, RBAC, Deployment of IMG) with the CRDs; NODE=real: the image of `make image` (or IMG from its storage) loaded into the real node first.
+deploy: install ## Deploy the operator (deploy/: namespace, ServiceAccount, RBAC, Deployment of IMG) with the CRDs; SHARDING=1: deploy/overlays/sharding (3 replicas dividing the CRs); NODE=real: the image of `make image` (or IMG from its storage) loaded into the real node first.
 	@img='$(IMG)'; \
 	  if [ "$(NODE)" = real ]; then \
 	    img=$$(hack/real-node.sh load-image $(if $(filter command line environment,$(origin IMG)),'$(IMG)')) || exit 1; \
 	  fi; \
-	  manifests=$$($(KUBECTL) kustomize deploy | sed "s|image: controller:latest\$$|image: $$img|"); \
+	  manifests=$$($(KUBECTL) kustomize $(DEPLOY_DIR) | sed "s|image: controller:latest\$$|image: $$img|"); \
 	  grep -q "image: $$img\$$" <<<"$$manifests" || { echo "make deploy: could not set the image to $$img" >&2; exit 1; }; \
 	  $(KUBECTL) apply -f - <<<"$$manifests"
 
 .PHONY: undeploy
 undeploy: ## Remove what `make deploy` made, except the CRDs and the CRs (`make uninstall` removes those).
-	$(KUBECTL) kustomize deploy | $(KUBECTL) delete --ignore-not-found -f -
+	$(KUBECTL) kustomize $(DEPLOY_DIR) | $(KUBECTL) delete --ignore-not-found -f -
 
 ##@ Local cluster
 

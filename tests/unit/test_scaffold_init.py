@@ -101,7 +101,7 @@ def test_rbac_is_least_privilege(project: Path) -> None:
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
-            "verbs": ["get", "create", "update"],
+            "verbs": ["get", "list", "create", "update", "delete"],
         }
     ]
     for path in files(project):
