@@ -343,7 +343,20 @@ async def _join_shards(
     membership = Membership(
         client, sharding, shards.set_members, lambda reason: production.lose(reason, margin)
     )
-    await membership.join()
+    try:
+        await membership.join()
+    except (kube.ApiError, OSError) as err:
+        hint = ""
+        if isinstance(err, kube.ApiError) and err.status in (401, 403):
+            hint = (
+                "; the ServiceAccount needs get, list, create, update and delete on "
+                "leases.coordination.k8s.io in that namespace "
+                "(deploy/rbac/leader_election_role.yaml)"
+            )
+        raise SystemExit(
+            f"operator-runner: --sharding: could not write this replica's Lease or list the "
+            f"group's Leases in namespace {sharding.namespace}: {err}{hint}"
+        ) from None
     log.info(
         "sharding: replica %s in group %s (Leases in %s)",
         sharding.identity,

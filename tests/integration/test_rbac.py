@@ -33,7 +33,7 @@ import yaml
 from kubernetes import client
 
 from .conftest import Cluster
-from .kit import condition, crd, install_crd, operator, temporary_namespace, wait_for
+from .kit import condition, crd, install_crd, launch, operator, temporary_namespace, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -114,13 +114,14 @@ def apply_identity(cluster: Cluster, tmp_path: Path) -> Iterator[Any]:
     """Apply deploy/rbac (optionally edited) under a fresh name; delete it all afterwards."""
     created: list[list[dict[str, Any]]] = []
 
-    def apply(edit: Any = None) -> Identity:
+    def apply(edit: Any = None, kind: str = "ClusterRole") -> Identity:
+        """`edit` changes the rendered ClusterRole (or the `kind` named: Role)."""
         suffix = f"-t{uuid.uuid4().hex[:6]}"
         namespace = f"ort-rbac{suffix}"
         docs = render_rbac(cluster, tmp_path, namespace, suffix)
         if edit is not None:
             for doc in docs:
-                if doc["kind"] == "ClusterRole":
+                if doc["kind"] == kind:
                     edit(doc)
         created.append(docs)
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
@@ -290,6 +291,86 @@ def test_deploy_rbac_is_enough_for_the_samples(
     ]
     assert not refused, "\n".join(refused)
     assert "Falling back to a list of namespaces which are assumed to exist" in log
+
+
+def test_deploy_rbac_is_enough_for_sharding(
+    cluster: Cluster, apply_identity: Any, apps_namespace: str, tmp_path: Path
+) -> None:
+    """--sharding under deploy/'s rules: the replica's Lease (create, update, list, delete) and
+    the CRs' shard label (patch)."""
+    identity = apply_identity(lambda role: None)
+    api = cluster.api_client()
+    leases = client.CoordinationV1Api(api)
+    selector = "operator-runner.dev/shard-group"
+    args = (
+        "--sharding",
+        f"--leader-election-namespace={identity.namespace}",
+        f"--leader-election-id=operator-runner{identity.suffix}",
+    )
+    with operator(
+        cluster,
+        tmp_path,
+        watches=REPO / "watches.yaml",
+        namespaces=[apps_namespace],
+        args=args,
+        env={**operator_env(identity), "POD_NAME": "replica-0"},
+    ) as op:
+        cluster.kubectl("apply", "-n", apps_namespace, "-f", str(SAMPLES / "app_v1_echo.yaml"))
+        try:
+            echo = wait_for(
+                lambda: converged(api, ECHO, apps_namespace),
+                timeout=CONVERGE,
+                what="Echo Successful",
+            )
+        except AssertionError as err:
+            raise AssertionError(f"{err}\noperator log:\n{op.log_text()[-4000:]}") from None
+        assert echo["metadata"]["labels"]["operator-runner.dev/shard"] == "replica-0"
+        held = leases.list_namespaced_lease(identity.namespace, label_selector=selector).items
+        assert [lease.spec.holder_identity for lease in held] == ["replica-0"]
+        log = op.log_text()
+    assert not leases.list_namespaced_lease(identity.namespace, label_selector=selector).items
+    refused = [
+        line
+        for line in log.splitlines()
+        if ("forbidden" in line.lower() or " 403" in line) and not kopf_namespace_scan(line)
+    ]
+    assert not refused, "\n".join(refused)
+
+
+def test_sharding_without_the_lease_rules_stops_with_one_message(
+    cluster: Cluster, apply_identity: Any, apps_namespace: str, tmp_path: Path
+) -> None:
+    """A Role that may not list Leases: --sharding cannot know the other replicas, so the
+    operator stops at start-up with one message that names the rule, and no traceback."""
+
+    def no_list(role: dict[str, Any]) -> None:
+        for rule in role["rules"]:
+            if "leases" in rule.get("resources", []):
+                rule["verbs"] = [v for v in rule["verbs"] if v != "list"]
+
+    identity = apply_identity(no_list, kind="Role")
+    args = (
+        "--sharding",
+        f"--leader-election-namespace={identity.namespace}",
+        f"--leader-election-id=operator-runner{identity.suffix}",
+    )
+    running = launch(
+        cluster,
+        tmp_path,
+        watches=REPO / "watches.yaml",
+        namespaces=[apps_namespace],
+        args=args,
+        env={**operator_env(identity), "POD_NAME": "replica-0"},
+    )
+    try:
+        code = running.proc.wait(timeout=60)
+    finally:
+        running.stop()
+    log = running.log_text()
+    assert code != 0, log
+    assert "Traceback" not in log, log
+    assert "--sharding: could not write this replica's Lease or list the group's Leases" in log
+    assert "leases.coordination.k8s.io" in log and "leader_election_role.yaml" in log, log
 
 
 def kopf_namespace_scan(line: str) -> bool:
