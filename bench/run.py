@@ -32,6 +32,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import fairness as fair
+from . import sharding as shard
 from .common import (
     BENCH,
     PEER_VENV,
@@ -201,6 +203,20 @@ ROWS = [
     ("resync: CPU per full resync", "s", "scale", "resync_cpu_full_s"),
     ("resync: CPU per run", "s", "scale", "resync_cpu_per_run_s"),
     ("resync: wall time of a full resync", "s", "scale", "resync_wall_s"),
+    ("fairness: new CR during a resync -> Successful", "s", "fairness", "new_cr_s"),
+    ("fairness: resync runs pending at its create", "", "fairness", "resync_pending_at_create"),
+    ("fairness: wall time of the full resync", "s", "fairness", "resync_wall_s"),
+    ("fairness: CPU of the full resync", "s", "fairness", "resync_cpu_s"),
+    ("sharding, I/O role: 1 replica", "CR/s", "sharding", "io_throughput_1"),
+    ("sharding, I/O role: 2 replicas", "CR/s", "sharding", "io_throughput_2"),
+    ("sharding, I/O role: 4 replicas", "CR/s", "sharding", "io_throughput_4"),
+    ("sharding, I/O role: speedup 2 replicas", "x", "sharding", "io_speedup_2"),
+    ("sharding, I/O role: speedup 4 replicas", "x", "sharding", "io_speedup_4"),
+    ("sharding, EchoFlask (CPU): 1 replica", "CR/s", "sharding", "cpu_throughput_1"),
+    ("sharding, EchoFlask (CPU): 2 replicas", "CR/s", "sharding", "cpu_throughput_2"),
+    ("sharding, EchoFlask (CPU): 4 replicas", "CR/s", "sharding", "cpu_throughput_4"),
+    ("sharding, EchoFlask (CPU): speedup 2 replicas", "x", "sharding", "cpu_speedup_2"),
+    ("sharding, EchoFlask (CPU): speedup 4 replicas", "x", "sharding", "cpu_speedup_4"),
     ("idle memory, no CRs, steady (tree)", "MiB", "latency", "idle_settled_rss_mib"),
     ("idle memory, no CRs, steady (tree, PSS)", "MiB", "latency", "idle_settled_pss_mib"),
     ("idle memory, no CRs (tree)", "MiB", "scale", "idle_rss_mib"),
@@ -227,10 +243,13 @@ def table(results: dict[str, Any], sizes: dict[str, Any]) -> str:
     lines = [
         f"ours = operator-runner; peer = {peer_label}",
         f"sizes: latency {sizes['latency']} CRs, burst {sizes['burst']}, "
-        f"scale/resync N = {sizes['scale']}",
+        f"scale/resync N = {sizes['scale']}, fairness N = {sizes['fairness']}, sharding "
+        f"{sizes['sharding_io']} CRs (I/O role, {shard.DELAY_S:g} s a run) / "
+        f"{sizes['sharding_cpu']} (EchoFlask), --max-concurrent-reconciles={shard.MAX_CONCURRENT} "
+        "per replica; the peer cannot shard (1 replica only)",
         "",
     ]
-    header = f"{'figure':<46} {'unit':<4} {'ours':>10} {'peer':>10} {'ours/peer':>9}"
+    header = f"{'figure':<47} {'unit':<4} {'ours':>10} {'peer':>10} {'ours/peer':>9}"
     lines += [header, "-" * len(header)]
     for title, unit, scen, key in ROWS:
         r = results.get(scen) or {}
@@ -253,7 +272,7 @@ def table(results: dict[str, Any], sizes: dict[str, Any]) -> str:
             if isinstance(ov, (int, float)) and isinstance(pv, (int, float)) and pv
             else "-"
         )
-        lines.append(f"{title:<46} {unit:<4} {ov_s:>10} {pv_s:>10} {ratio:>9}")
+        lines.append(f"{title:<47} {unit:<4} {ov_s:>10} {pv_s:>10} {ratio:>9}")
     notes = []
     for scen, r in results.items():
         for who in ("ours", "peer"):
@@ -263,6 +282,11 @@ def table(results: dict[str, Any], sizes: dict[str, Any]) -> str:
                 notes.append(
                     f"{scen}/{who}: Ansible still ran when the memory with N CRs was taken and the "
                     "resync window opened (follow-up runs): those figures include them"
+                )
+            if (r.get(who) or {}).get("quiet_before_resync") is False:
+                notes.append(
+                    f"{scen}/{who}: not quiet before the resync came due (follow-up runs "
+                    "or a short period): the resync figures include those runs"
                 )
             if (r.get(who) or {}).get("settled") is False:
                 notes.append(f"{scen}/{who}: not quiet within 300 s after all were Successful")
@@ -301,6 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency", type=int)
     p.add_argument("--burst", type=int)
     p.add_argument("--n", type=int, help="CRs of the scale/resync scenario")
+    p.add_argument("--fairness-n", type=int, help="CRs of the fairness scenario")
+    p.add_argument(
+        "--fairness-period", type=float, help="their reconcile period in s (default: estimated)"
+    )
+    p.add_argument("--sharding-io", type=int, help="CRs of the sharding scenario, I/O role")
+    p.add_argument("--sharding-cpu", type=int, help="CRs of the sharding scenario, EchoFlask")
     p.add_argument(
         "--skip-resync",
         action="store_true",
@@ -320,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
             sizes[k] = getattr(a, k)
     if a.n:
         sizes["scale"] = a.n
+    sizes["fairness"] = a.fairness_n or fair.SIZES[a.scale]
+    sizes["sharding_io"] = a.sharding_io or shard.SIZES[a.scale]["io"]
+    sizes["sharding_cpu"] = a.sharding_cpu or shard.SIZES[a.scale]["cpu"]
     if a.cap:
         sizes["cap"] = a.cap
     ts = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -365,12 +398,33 @@ def main(argv: list[str] | None = None) -> int:
     log(f"scale {a.scale}: {sizes}; peer: {peer.label if peer else 'none'}; work dir {work}")
     for scen in scenarios:
         results[scen] = {}
+        if scen == "sharding":  # several operator processes at once: a runner of its own
+            t0 = time.monotonic()
+            results[scen] = shard.run(
+                cluster,
+                work / "sharding",
+                a.scale,
+                sizes["cap"],
+                lambda w, watches: ours_spec(w, watches, a.ours_arg),
+                (lambda w, watches: peer_spec(a.peer, w, watches)) if peer else None,
+                sizes={"io": sizes["sharding_io"], "cpu": sizes["sharding_cpu"]},
+            )
+            log(f"sharding: done in {time.monotonic() - t0:.0f} s")
+            partial = {"meta": {**meta, "partial": True}, "results": results}
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(partial, indent=1, default=str))
+            continue
         for spec in ops:
             sess_work = work / f"{scen}-{spec.key}"
             spec = session_spec(spec.key, sess_work)
             period = None
             if scen == "scale":
                 period = a.period or _estimate_period(results, spec.key, sizes)
+            elif scen == "fairness":
+                per_cr = fair.per_cr_estimate((results.get("burst") or {}).get(spec.key), spec.key)
+                period = a.fairness_period or fair.choose_period(
+                    sizes["fairness"], per_cr, sizes["min_period"]
+                )
             s = Session(cluster, spec, scen, sess_work, sizes["cap"] + (period or 0))
             log(f"{scen}: {spec.label} ...")
             t0 = time.monotonic()
@@ -383,6 +437,9 @@ def main(argv: list[str] | None = None) -> int:
                     elif scen == "scale":
                         assert period is not None
                         scale(s, sizes["scale"], period, resync=not a.skip_resync)
+                    elif scen == "fairness":
+                        assert period is not None
+                        fair.fairness(s, sizes["fairness"], period)
                     else:
                         raise SystemExit(f"bench: unknown scenario {scen}")
             except DidNotFinish as exc:
