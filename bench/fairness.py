@@ -22,7 +22,7 @@ GOAL_S = 2.0
 QUIET_S = 1.5
 # seconds per CR to converge (size 0: two runs each, the second from the dependent watch) on 2
 # busy CPUs, when no burst of the same operator gives a better estimate
-DEFAULT_PER_CR_S = {"ours": 1.5, "peer": 12.0}
+DEFAULT_PER_CR_S = {"ours": 1.5, "peer": 7.0}
 
 
 def per_cr_estimate(burst: dict[str, Any] | None, key: str) -> float:

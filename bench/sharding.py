@@ -51,6 +51,7 @@ DELAY_S = 2.0
 # is the only thing that changes
 MAX_CONCURRENT = 2
 ELECTION_ID = "bench-shard"
+NAMESPACE = "@NAMESPACE@"  # in a replica's argv: the namespace of the measurement (CRs, Leases)
 LEASE_ARGS = (
     "--leader-elect-lease-duration=6s",
     "--leader-elect-renew-deadline=4s",
@@ -123,8 +124,12 @@ class Replicas:
         label: str,
     ) -> None:
         self.cluster, self.work, self.cap, self.sharded = cluster, work, cap, sharded
-        self.specs, self.label = specs, label
+        self.label = label
         self.ns = cluster.namespace(f"bench-shard-{label}")
+        self.specs = [
+            dataclasses.replace(s, argv=[x.replace(NAMESPACE, self.ns) for x in s.argv])
+            for s in specs
+        ]
         self.deadline = time.monotonic() + cap
         self.result: dict[str, Any] = {"namespace": self.ns, "replicas": len(specs)}
 
@@ -205,7 +210,8 @@ class Replicas:
         deadline = min(self.deadline, time.monotonic() + limit)
         while time.monotonic() < deadline:
             now = time.monotonic()
-            if all(op.sampler.now().running == 0 for op in self.ops):
+            # the samplers' last periodic samples (100 ms): cheaper than k fresh ones
+            if all(op.sampler.last is None or op.sampler.last.running == 0 for op in self.ops):
                 since = since or now
                 if now - since >= seconds:
                     return True
@@ -287,6 +293,7 @@ def run(
                             [
                                 "--sharding",
                                 f"--leader-election-id={ELECTION_ID}",
+                                f"--leader-election-namespace={NAMESPACE}",
                                 *LEASE_ARGS,
                                 f"--max-concurrent-reconciles={MAX_CONCURRENT}",
                             ],
