@@ -78,7 +78,7 @@ def fairness(s: Session, n: int, period: float) -> None:
             break
         if time.monotonic() > s.deadline:
             raise DidNotFinish(f"resync: {cur.runs - runs0} runs when the cap was reached")
-        time.sleep(0.1)
+        time.sleep(0.2)
     assert start is not None
     # the new CR, while the resync runs
     at_create = s.op.sampler.now()
@@ -109,7 +109,7 @@ def fairness(s: Session, n: int, period: float) -> None:
         if time.monotonic() > s.deadline:
             s.result["resync_runs"] = cur.runs - runs0
             raise DidNotFinish(f"resync: {cur.runs - runs0} of {n} runs when the cap was reached")
-        time.sleep(0.1)
+        time.sleep(0.2)
     end = next((h for h in reversed(s.op.sampler.history) if h.t <= last_busy), cur)
     s.result.update(
         resync_runs=end.runs - runs0,

@@ -308,7 +308,7 @@ def run(
                 "throughput_crs_per_s": [thr[k] for k in per_k],
                 "speedup": [sp[k] for k in per_k],
             }
-            ours[workload]["runs"] = {str(k): r for k, r in per_k.items()}
+            ours[workload]["by_replicas"] = {str(k): r for k, r in per_k.items()}
             for k in per_k:
                 ours[f"{workload}_throughput_{k}"] = thr[k]
                 ours[f"{workload}_speedup_{k}"] = sp[k]
@@ -332,7 +332,7 @@ def run(
                     n,
                     workload,
                 )
-                peer[workload] = {"n": n, "replicas": [1], "runs": {"1": r}}
+                peer[workload] = {"n": n, "replicas": [1], "by_replicas": {"1": r}}
                 peer[f"{workload}_throughput_1"] = r.get("throughput_crs_per_s")
         ours["delay_requests_answered"] = delay.answered
     out: dict[str, Any] = {"ours": ours}
