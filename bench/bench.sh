@@ -15,8 +15,9 @@ else
   name=bench-$$-$(head -c4 /dev/urandom | od -An -tx1 | tr -d ' \n')
   trap 'hack/cluster.sh down "$name" || true' EXIT
   trap 'exit 130' INT TERM
-  # 4 kwok Nodes: room for 440 Pods (the burst makes one per CR)
-  NODES=4 hack/cluster.sh up "$name"
+  # 4 kwok Nodes: room for 440 Pods (the burst makes one per CR); a /16 of Service IPs (the
+  # default /24 ran out at full scale: one Service per EchoFlask)
+  SERVICE_CIDR=${SERVICE_CIDR:-10.96.0.0/16} NODES=4 hack/cluster.sh up "$name"
   kubeconfig=$(hack/cluster.sh kubeconfig "$name")
 fi
 # shellcheck disable=SC2086

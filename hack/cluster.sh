@@ -9,6 +9,9 @@
 #   hack/cluster.sh bin-dir            print the folder with kubectl & co (building what is missing)
 #
 # NAME defaults to $CLUSTER_NAME, else "operator-runner". NODES (default 2) kwok Nodes are made.
+# SERVICE_CIDR (e.g. 10.96.0.0/16) gives a new cluster's kube-apiserver that
+# --service-cluster-ip-range; kwokctl's default is a /24 (about 250 Services), too few for the
+# full bench (bench/bench.sh sets a /16). It applies when the cluster is created, not when reused.
 #
 # NODE=real adds one real node (kubelet + containerd + kube-proxy, hack/real-node.sh) on which
 # Pods really run; the kwok Nodes then carry the taint kwok.x-k8s.io/node=fake:NoSchedule, so
@@ -66,6 +69,9 @@ up() {
     "$here/real-node.sh" free-for "$name"
     "$here/real-node.sh" prepare >/dev/null
     extra=("${REAL_NODE_ARGS[@]}")
+  fi
+  if [ -n "${SERVICE_CIDR:-}" ]; then
+    extra+=(--extra-args "kube-apiserver=service-cluster-ip-range=$SERVICE_CIDR")
   fi
   local bin; bin=$(bin_dir)
   export PATH=$bin:$PATH

@@ -1,0 +1,76 @@
+"""The pure parts of the bench's fairness and sharding scenarios (bench/fairness.py,
+bench/sharding.py): the reconcile period, when a resync counts as under way, throughput and
+speedup, and the warm-up CR names that rendezvous hashing gives to each replica."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import fairness, sharding
+from bench.run import table
+from runner.control.shards import rendezvous
+
+
+def test_period_leaves_room_for_convergence() -> None:
+    assert fairness.choose_period(100, 1.5, 30) == pytest.approx(1.3 * 1.5 * 100 + 20)
+    assert fairness.choose_period(2, 1.0, 30) == 30  # the floor
+
+
+def test_per_cr_estimate_prefers_the_same_operators_burst() -> None:
+    settled = {"n": 10, "settled": True, "settle_s": 25.0, "all_successful_s": 9.0}
+    assert fairness.per_cr_estimate(settled, "ours") == 2.5
+    never_quiet = {"n": 10, "settled": False, "all_successful_s": 9.0}
+    assert fairness.per_cr_estimate(never_quiet, "peer") == 1.8
+    assert fairness.per_cr_estimate(None, "peer") == fairness.DEFAULT_PER_CR_S["peer"]
+
+
+@pytest.mark.parametrize(
+    ("runs", "n", "expected"),
+    [(2, 10, False), (3, 10, True), (49, 1000, False), (50, 1000, True)],
+)
+def test_resync_under_way(runs: int, n: int, expected: bool) -> None:
+    assert fairness.under_way(runs, n) is expected
+
+
+def test_throughput_counts_until_the_last_one() -> None:
+    assert sharding.throughput(4, 10.0, [11.0, 12.0, 14.0, 12.5]) == pytest.approx(1.0)
+    assert sharding.throughput(4, 10.0, [11.0, 12.0]) is None  # not all done
+    assert sharding.throughput(0, 10.0, []) is None
+
+
+def test_speedup_is_relative_to_one_replica() -> None:
+    assert sharding.speedups({4: 6.0, 1: 2.0, 2: None}) == {1: 1.0, 2: None, 4: 3.0}
+    assert sharding.speedups({2: 3.0}) == {2: None}  # no baseline
+
+
+def test_warmup_names_give_every_replica_one_cr() -> None:
+    members = sharding.identities(4)
+    names = sharding.warmup_names("bench-ns", members)
+    assert sorted(names.values()) == sorted(members)
+    for name, member in names.items():
+        assert rendezvous(f"bench-ns/{name}", members) == member
+
+
+def test_table_shows_fairness_and_sharding_with_ratios() -> None:
+    results = {
+        "fairness": {
+            "ours": {"new_cr_s": 1.0, "resync_wall_s": 50.0},
+            "peer": {"new_cr_s": 40.0, "resync_wall_s": 200.0},
+        },
+        "sharding": {
+            "ours": {"io_throughput_1": 1.0, "io_throughput_4": 3.5, "io_speedup_4": 3.5},
+            "peer": {"io_throughput_1": 0.5},
+        },
+    }
+    sizes = {"latency": 2, "burst": 6, "scale": 10, "fairness": 100}
+    sizes |= {"sharding_io": 60, "sharding_cpu": 20}
+    lines = table(results, sizes).splitlines()
+
+    def row(title: str) -> list[str]:
+        return next(x for x in lines if x.startswith(title)).split()[-3:]
+
+    assert row("fairness: new CR during a resync") == ["1.00", "40.00", "0.03"]
+    assert row("fairness: wall time of the full resync") == ["50.00", "200", "0.25"]
+    assert row("sharding, I/O role: 1 replica") == ["1.00", "0.50", "2.00"]
+    assert row("sharding, I/O role: 4 replicas") == ["3.50", "-", "-"]
+    assert row("sharding, I/O role: speedup 4 replicas") == ["3.50", "-", "-"]
