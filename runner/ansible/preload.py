@@ -54,6 +54,13 @@ def preload_for(kind: str) -> None:
             if count:
                 install_code_cache()
 
+    if kind == "module":
+        from runner.ansible import lazykube
+
+        try:
+            lazykube.install()  # kubernetes.client's generated classes imported when used
+        except Exception as err:  # the usual import follows
+            print(f"forkserver[{kind}]: kubernetes.client imported in full: {err}", file=sys.stderr)
     for name in PRELOAD[kind]:
         try:
             importlib.import_module(name)
