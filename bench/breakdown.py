@@ -153,7 +153,7 @@ def main() -> int:
         REPO / "watches.yaml",
         args.executor,
         work,
-        f"--warm-idle-timeout={args.idle}",
+        f"--warm-idle-timeout={args.idle:g}s",
     )
     try:
         body = {
@@ -167,7 +167,13 @@ def main() -> int:
         }
         custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body)
         warmup = 4  # creation, the dependents it made, then steady resyncs
-        wait(lambda: len(runs_done(log)) >= warmup, 300, "the CR did not settle")
+        wait(
+            lambda: proc.poll() is not None or len(runs_done(log)) >= warmup,
+            300,
+            "the CR did not settle",
+        )
+        if proc.poll() is not None:
+            raise SystemExit(f"the operator exited: see {log}")
         rows: list[dict[str, float]] = []
         durations: list[float] = []
         last = None
