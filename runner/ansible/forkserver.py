@@ -357,8 +357,11 @@ def serve(kind: str, socket_path: str) -> None:
                 continue
             pid = os.fork()
             if pid == 0:
-                listener.close()
-                _job(kind, conn, job, fds)
+                try:
+                    listener.close()
+                    _job(kind, conn, job, fds)
+                finally:  # _job exits; a failure before it runs the job must not serve on
+                    os._exit(1)
         except Exception as err:
             print(f"forkserver[{kind}]: bad job: {err}", file=sys.stderr)
         finally:
