@@ -35,6 +35,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 
+from runner.ansible import direct
 from runner.ansible.preload import preload_for
 
 # Environment variables Ansible reads when it is imported; a job must match the server's.
@@ -212,6 +213,7 @@ def _run_playbook(argv: list[str]) -> int:
     _refresh_ansible_config()
     _share_ansiballz_cache()
     _keep_collection_loader()
+    direct.install()
     from ansible.cli.playbook import main
 
     try:

@@ -17,13 +17,13 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from runner.ansible import forkclient, forkserver
+from runner.ansible import direct, forkclient, forkserver
 from runner.util import tempdirs
 
 log = logging.getLogger("runner.warm")
 
 PLAYBOOK_SOCKET_ENV = "OPERATOR_RUNNER_PLAYBOOK_SOCKET"
-MODULE_SOCKET_ENV = "OPERATOR_RUNNER_MODULE_SOCKET"
+MODULE_SOCKET_ENV = direct.MODULE_SOCKET_ENV
 _PER_RUN = ("ANSIBLE_CACHE_PLUGIN_CONNECTION",)
 #: The servers' sockets and clients (removed on stop, and by the next operator if this one
 #: was killed).
@@ -57,7 +57,7 @@ class WarmPool:
             [sys.executable, real_playbook],
         )
         self.python_client = forkclient.write_client(
-            self.dir / "python", sys.executable, MODULE_SOCKET_ENV, [sys.executable]
+            self.dir / direct.CLIENT_NAME, sys.executable, MODULE_SOCKET_ENV, [sys.executable]
         )
         run_env = runner_env(base_env)
         for key in _PER_RUN:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.ansible import forkclient
+from runner.ansible import direct, forkclient
 
 SOCKET_ENV = "TEST_FORKSERVER_SOCKET"
 
@@ -78,6 +78,32 @@ def test_a_job_runs_in_the_server_with_the_clients_argv_cwd_env_and_streams(
     assert done.returncode == 3
     assert done.stdout == f"job in the server {tmp_path} ['3', 'two words'] héllo from stdin\n"
     assert done.stderr == "to stderr\n"
+
+
+def test_a_playbook_job_hands_a_pipelined_module_to_the_module_server_itself(
+    module_server: Path, tmp_path: Path
+) -> None:
+    """direct.run_job: what the local connection gets instead of Popen().communicate()."""
+    code = (
+        "import os, sys\n"
+        "print(os.getcwd(), os.environ['GREETING'], os.getppid() != PARENT)\n"
+        "sys.stdout.write('x' * 300000)\n"  # more than a pipe holds: read while writing
+        "print('to stderr', file=sys.stderr)\n"
+        "sys.exit(5)\n"
+    ).replace("PARENT", str(os.getpid()))
+    padding = "#" * 200000 + "\n"  # the job's code on stdin: more than a pipe holds, too
+    env = {**os.environ, "GREETING": "héllo"}
+    result = direct.run_job(
+        str(module_server), [sys.executable], str(tmp_path), env, (padding + code).encode()
+    )
+    assert result is not None
+    rc, out, err = result
+    assert rc == 5
+    first, rest = out.split(b"\n", 1)
+    assert first.decode() == f"{tmp_path} héllo True"
+    assert rest == b"x" * 300000
+    assert err == b"to stderr\n"
+    assert direct.run_job(str(tmp_path / "nobody.sock"), [sys.executable], "/", env, b"") is None
 
 
 def test_without_a_server_the_client_runs_the_real_program(tmp_path: Path) -> None:
