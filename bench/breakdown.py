@@ -12,7 +12,9 @@ reaped) and prints the CPU seconds per run of:
 - the runs: the forked `ansible-playbook`, its task workers and the shells they start (with the
   module clients), reaped by the playbook server (plain executor: reaped by the operator);
 - the module jobs (one per module task), reaped by the module server;
-- the two servers themselves (accepting and forking).
+- the servers themselves (accepting and forking).
+Where one server serves both kinds (the warm executor since issue 17), runs and module jobs
+are reaped by the same process and come as one figure.
 
 Then the memory of the operator's process tree, RSS and PSS (smaps_rollup) per process: warm
 (right after the last run), and idle (the CR deleted, the warm executors stopped after
@@ -72,15 +74,17 @@ def snapshot(operator: int) -> dict[str, float]:
         except OSError:
             continue
         if b"runner.ansible.forkserver" in cmdline:
-            kind = cmdline[cmdline.index(b"runner.ansible.forkserver") + 1].decode()
+            at = cmdline.index(b"runner.ansible.forkserver") + 1
+            kinds = {k.decode() for k in cmdline[at:-1:2]}  # KIND SOCKET [KIND SOCKET]
             server_own, jobs = stat(child)
-            label = (
-                "runs: ansible-playbook, task workers, shells"
-                if kind == "playbook"
-                else ("module jobs")
-            )
+            if kinds == {"playbook", "module"}:  # one server for both (the same reaper)
+                label = "runs and module jobs (one server)"
+            elif kinds == {"playbook"}:
+                label = "runs: ansible-playbook, task workers, shells"
+            else:
+                label = "module jobs"
             out[label] = jobs
-            out[f"{kind} server itself"] = server_own
+            out[f"{'+'.join(sorted(kinds))} server itself"] = server_own
     return out
 
 
