@@ -35,6 +35,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 
 from runner.ansible import direct, modulehost
@@ -181,7 +182,7 @@ def _profiled(target: Callable[[list[str]], int], argv: list[str]) -> int:
 
     if target is _run_playbook:
         _profile_workers(prefix)
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.process_time)
     profiler.enable()
     try:
         return target(argv)
@@ -200,7 +201,11 @@ def _profile_workers(prefix: str) -> None:
     run = WorkerProcess.run
 
     def profiled_run(self: WorkerProcess) -> None:
-        profiler = cProfile.Profile()
+        monitoring = getattr(sys, "monitoring", None)  # 3.12+: the job's profiler came along
+        if monitoring is not None and monitoring.get_tool(monitoring.PROFILER_ID):
+            monitoring.set_events(monitoring.PROFILER_ID, 0)
+            monitoring.free_tool_id(monitoring.PROFILER_ID)
+        profiler = cProfile.Profile(time.process_time)
         profiler.enable()
         try:
             run(self)
