@@ -1,6 +1,6 @@
 """Where one EchoFlask reconcile's CPU goes, by process, on the warm executor.
 
-    python -m bench.breakdown --kubeconfig K [--runs 10] [--executor warm|plain]
+    python -m bench.breakdown --kubeconfig K [--runs 10] [--executor warm|plain] [--idle S]
 
 Starts operator-runner with the repository's watches.yaml on a fresh namespace, creates one
 EchoFlask CR (size 1) with a reconcile period of 1 s, lets it settle, then reads /proc at the
@@ -12,7 +12,13 @@ reaped) and prints the CPU seconds per run of:
 - the runs: the forked `ansible-playbook`, its task workers and the shells they start (with the
   module clients), reaped by the playbook server (plain executor: reaped by the operator);
 - the module jobs (one per module task), reaped by the module server;
-- the two servers themselves (accepting and forking).
+- the servers themselves (accepting and forking).
+Where one server serves both kinds (the warm executor since issue 17), runs and module jobs
+are reaped by the same process and come as one figure.
+
+Then the memory of the operator's process tree, RSS and PSS (smaps_rollup) per process: warm
+(right after the last run), and idle (the CR deleted, the warm executors stopped after
+`--idle` seconds without a run, the operator's `--warm-idle-timeout`).
 
 With OPERATOR_RUNNER_PROFILE=PREFIX in the environment every playbook job, task worker and
 module job also writes a cProfile file (see bench/README.md).
@@ -68,16 +74,47 @@ def snapshot(operator: int) -> dict[str, float]:
         except OSError:
             continue
         if b"runner.ansible.forkserver" in cmdline:
-            kind = cmdline[cmdline.index(b"runner.ansible.forkserver") + 1].decode()
+            at = cmdline.index(b"runner.ansible.forkserver") + 1
+            kinds = {k.decode() for k in cmdline[at:-1:2]}  # KIND SOCKET [KIND SOCKET]
             server_own, jobs = stat(child)
-            label = (
-                "runs: ansible-playbook, task workers, shells"
-                if kind == "playbook"
-                else ("module jobs")
-            )
+            if kinds == {"playbook", "module"}:  # one server for both (the same reaper)
+                label = "runs and module jobs (one server)"
+            elif kinds == {"playbook"}:
+                label = "runs: ansible-playbook, task workers, shells"
+            else:
+                label = "module jobs"
             out[label] = jobs
-            out[f"{kind} server itself"] = server_own
+            out[f"{'+'.join(sorted(kinds))} server itself"] = server_own
     return out
+
+
+def memory(root: int) -> list[tuple[str, float, float]]:
+    """(process, RSS MiB, PSS MiB) of every process in the tree under `root`, root first."""
+    out = []
+    todo = [root]
+    while todo:
+        pid = todo.pop(0)
+        todo.extend(children(pid))
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            fields = dict(
+                line.split(":", 1)
+                for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]
+            )
+        except OSError:
+            continue
+        name = "operator" if pid == root else b" ".join(cmdline[1:4]).decode(errors="replace")
+        rss, pss = (int(fields[k].split()[0]) / 1024 for k in ("Rss", "Pss"))
+        out.append((name[:50], rss, pss))
+    return out
+
+
+def print_memory(title: str, rows: list[tuple[str, float, float]]) -> None:
+    print(f"{title:<50} {'RSS MiB':>8} {'PSS MiB':>8}")
+    for name, rss, pss in rows:
+        print(f"  {name:<48} {rss:>8.1f} {pss:>8.1f}")
+    total_rss, total_pss = sum(r[1] for r in rows), sum(r[2] for r in rows)
+    print(f"  {'tree':<48} {total_rss:>8.1f} {total_pss:>8.1f}")
 
 
 def runs_done(log: Path) -> list[float]:
@@ -99,6 +136,7 @@ def main() -> int:
     parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--executor", choices=("warm", "plain"), default="warm")
+    parser.add_argument("--idle", type=float, default=10.0, help="--warm-idle-timeout, s")
     args = parser.parse_args()
     api = config.new_client_from_config(config_file=args.kubeconfig)
     ext, core = client.ApiextensionsV1Api(api), client.CoreV1Api(api)
@@ -113,7 +151,14 @@ def main() -> int:
     core.create_namespace({"metadata": {"name": ns}})
     work = Path(tempfile.mkdtemp(prefix="breakdown-"))
     log = work / "operator.log"
-    proc = start_operator(args.kubeconfig, ns, REPO / "watches.yaml", args.executor, work)
+    proc = start_operator(
+        args.kubeconfig,
+        ns,
+        REPO / "watches.yaml",
+        args.executor,
+        work,
+        f"--warm-idle-timeout={args.idle:g}s",
+    )
     try:
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
@@ -126,7 +171,13 @@ def main() -> int:
         }
         custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body)
         warmup = 4  # creation, the dependents it made, then steady resyncs
-        wait(lambda: len(runs_done(log)) >= warmup, 300, "the CR did not settle")
+        wait(
+            lambda: proc.poll() is not None or len(runs_done(log)) >= warmup,
+            300,
+            "the CR did not settle",
+        )
+        if proc.poll() is not None:
+            raise SystemExit(f"the operator exited: see {log}")
         rows: list[dict[str, float]] = []
         durations: list[float] = []
         last = None
@@ -138,6 +189,10 @@ def main() -> int:
             if last is not None:
                 rows.append({k: snap.get(k, 0.0) - last.get(k, 0.0) for k in snap})
             last = snap
+        warm = memory(proc.pid)
+        custom.delete_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "breakdown")
+        wait(lambda: not children(proc.pid), args.idle + 120, "the warm executors did not stop")
+        idle = memory(proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -151,6 +206,8 @@ def main() -> int:
         print(f"{key:<50} {statistics.mean(values):>7.3f} {min(values):>7.3f} {max(values):>7.3f}")
     print(f"{'total':<50} {statistics.mean(total):>7.3f} {min(total):>7.3f} {max(total):>7.3f}")
     print(f"{'wall s per run (the operator log)':<50} {statistics.mean(durations[1:]):>7.3f}")
+    print_memory("memory warm (after the last run)", warm)
+    print_memory(f"memory idle (no CR, executors stopped after {args.idle:g} s)", idle)
     print(f"operator log: {log}")
     return 0
 

@@ -4,13 +4,14 @@ which fork once per job.
 Every reconcile of operator-sdk's Ansible operator starts `ansible-playbook` afresh (importing
 Ansible: ~0.3 s of CPU), and every module task starts another Python that imports its
 libraries again (a `kubernetes.core.k8s` task: ~0.5 s, most of it importing `kubernetes`).
-Here two servers are started once per operator:
+Here one server is started per operator, with a socket for each of two kinds of job:
 
 - `playbook`: imports ansible-playbook's machinery; a job runs `ansible-playbook ARGS` in a
   forked child (running the CLI twice in one process is not supported by ansible-core 2.19,
   so a fork per run is the unit);
 - `module`: imports `kubernetes`, Ansible's module_utils and kubernetes.core's module_utils;
-  a job runs one module (an AnsiballZ file, or a pipelined one on stdin) in a forked child.
+  a job runs one module (an AnsiballZ file, or a pipelined one on stdin) in a forked child,
+  with the controller's traces undone first (`modulehost`).
 
 Clients are tiny stdlib-only scripts (`client_script`) used as ansible-runner's `binary` and
 as `ansible_python_interpreter`. A client passes its argv, cwd, environment and its stdin,
@@ -28,13 +29,16 @@ import contextlib
 import marshal
 import os
 import runpy
+import select
 import signal
 import socket
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 
+from runner.ansible import direct, modulehost
 from runner.ansible.preload import preload_for
 
 # Environment variables Ansible reads when it is imported; a job must match the server's.
@@ -178,7 +182,7 @@ def _profiled(target: Callable[[list[str]], int], argv: list[str]) -> int:
 
     if target is _run_playbook:
         _profile_workers(prefix)
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.process_time)
     profiler.enable()
     try:
         return target(argv)
@@ -197,7 +201,11 @@ def _profile_workers(prefix: str) -> None:
     run = WorkerProcess.run
 
     def profiled_run(self: WorkerProcess) -> None:
-        profiler = cProfile.Profile()
+        monitoring = getattr(sys, "monitoring", None)  # 3.12+: the job's profiler came along
+        if monitoring is not None and monitoring.get_tool(monitoring.PROFILER_ID):
+            monitoring.set_events(monitoring.PROFILER_ID, 0)
+            monitoring.free_tool_id(monitoring.PROFILER_ID)
+        profiler = cProfile.Profile(time.process_time)
         profiler.enable()
         try:
             run(self)
@@ -212,6 +220,7 @@ def _run_playbook(argv: list[str]) -> int:
     _refresh_ansible_config()
     _share_ansiballz_cache()
     _keep_collection_loader()
+    direct.install()
     from ansible.cli.playbook import main
 
     try:
@@ -222,6 +231,7 @@ def _run_playbook(argv: list[str]) -> int:
 
 
 def _run_module(argv: list[str]) -> int:
+    modulehost.become_target()
     try:
         if len(argv) > 1:
             sys.argv = argv[1:]
@@ -323,11 +333,19 @@ def _die_with_parent() -> None:
         os._exit(0)
 
 
-def serve(kind: str, socket_path: str) -> None:
-    """Preload, listen on `socket_path`, fork a child per job; runs until killed."""
+def serve(sockets: Mapping[str, str]) -> None:
+    """Preload every kind in `sockets` (kind -> socket path), listen on each socket, fork a
+    child per job; runs until killed. One process for both kinds holds their common imports
+    once (the module kind first: its jobs are told apart from the controller in
+    `_as_module_host`)."""
     _die_with_parent()
     _SERVER_ENV.update(os.environ)
-    preload_for(kind)
+    kinds = sorted(sockets, key=lambda kind: kind != "module")
+    for kind in kinds:
+        preload_for(kind)
+        if kind == "module":
+            modulehost.remember()
+    modulehost.seal()
     import gc
 
     gc.collect()
@@ -336,6 +354,14 @@ def serve(kind: str, socket_path: str) -> None:
     # Reap finished jobs (not SIG_IGN: their CPU time must add up in this process's rusage,
     # so that the operator's whole process tree can be accounted for).
     signal.signal(signal.SIGCHLD, _reap)
+    listeners = {_listen(path): kind for kind, path in sockets.items()}
+    while True:
+        ready, _, _ = select.select(list(listeners), [], [])
+        for listener in ready:
+            _serve_one(listener, listeners[listener], listeners, baseline)
+
+
+def _listen(socket_path: str) -> socket.socket:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     tmp = socket_path + ".tmp"
     if os.path.exists(tmp):
@@ -344,29 +370,38 @@ def serve(kind: str, socket_path: str) -> None:
     os.chmod(tmp, 0o600)
     listener.listen(64)
     os.replace(tmp, socket_path)  # the socket appears only once the server is ready
-    while True:
-        conn, _ = listener.accept()
-        fds: list[int] = []
-        try:
-            job, fds = _recv_job(conn)
-            env = job.get("env")
-            if not isinstance(env, dict) or (
-                kind == "playbook" and _comparable(import_time_env(env)) != baseline
-            ):
-                _send(conn, "refused", "the environment Ansible reads at import differs")
-                continue
-            pid = os.fork()
-            if pid == 0:
-                listener.close()
+    return listener
+
+
+def _serve_one(
+    listener: socket.socket, kind: str, listeners: Mapping[socket.socket, str], baseline: object
+) -> None:
+    conn, _ = listener.accept()
+    fds: list[int] = []
+    try:
+        job, fds = _recv_job(conn)
+        env = job.get("env")
+        if not isinstance(env, dict) or (
+            kind == "playbook" and _comparable(import_time_env(env)) != baseline
+        ):
+            _send(conn, "refused", "the environment Ansible reads at import differs")
+            return
+        pid = os.fork()
+        if pid == 0:
+            try:
+                for each in listeners:
+                    each.close()
                 _job(kind, conn, job, fds)
-        except Exception as err:
-            print(f"forkserver[{kind}]: bad job: {err}", file=sys.stderr)
-        finally:
-            for fd in fds:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-            conn.close()
+            finally:  # _job exits; a failure before it runs the job must not serve on
+                os._exit(1)
+    except Exception as err:
+        print(f"forkserver[{kind}]: bad job: {err}", file=sys.stderr)
+    finally:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        conn.close()
 
 
-if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2])
+if __name__ == "__main__":  # KIND SOCKET [KIND SOCKET]
+    serve(dict(zip(sys.argv[1::2], sys.argv[2::2], strict=True)))

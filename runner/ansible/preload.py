@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from runner.ansible.codecache import collection_roots, install_code_cache, precompile_collections
 
@@ -54,12 +55,25 @@ def preload_for(kind: str) -> None:
             if count:
                 install_code_cache()
 
+    if kind == "module":
+        from runner.ansible import lazykube
+
+        try:
+            lazykube.install()  # kubernetes.client's generated classes imported when used
+        except Exception as err:  # the usual import follows
+            print(f"forkserver[{kind}]: kubernetes.client imported in full: {err}", file=sys.stderr)
     for name in PRELOAD[kind]:
         try:
             importlib.import_module(name)
         except Exception as err:  # a missing optional module only costs speed
             print(f"forkserver[{kind}]: could not preload {name}: {err}", file=sys.stderr)
     if kind == "playbook":
+        try:
+            cache_default_templates()
+        except Exception as err:  # only costs speed
+            print(
+                f"forkserver[{kind}]: templated defaults compiled per read: {err}", file=sys.stderr
+            )
         try:
             _warm_plugins()
         except Exception as err:
@@ -98,3 +112,45 @@ def _warm_plugins() -> None:
     for path in sorted(builtin.glob("*.py")):
         if not path.name.startswith("_"):
             loader.callback_loader.get(path.stem, class_only=True)
+
+
+def cache_default_templates() -> None:
+    """Ansible's ConfigManager renders a templated default (`{{ ANSIBLE_HOME ~ "/plugins" }}`)
+    by compiling it with a new Jinja environment on every read: ~60 reads per run (the path
+    settings a job refreshes, the plugins it loads), most of them such compilations. Each
+    source is compiled once here (the server's reads fill the cache its jobs inherit); every
+    read still renders it with the variables of that read. Anything unusual goes to Ansible's
+    own code, which also records a failure as before."""
+    from ansible.config.manager import ConfigManager
+    from jinja2.nativetypes import NativeEnvironment
+
+    original = ConfigManager.template_default
+    compiled: dict[str, Any] = {}
+
+    def template_default(
+        self: ConfigManager, value: Any, variables: Any, key_name: str = "<unknown>"
+    ) -> Any:
+        if (
+            isinstance(value, str)
+            and value.startswith("{{")
+            and value.endswith("}}")
+            and variables is not None
+        ):
+            try:
+                template = compiled.get(value)
+                if template is None:
+                    template = compiled[value] = NativeEnvironment().from_string(value)
+                return template.render(variables)
+            except Exception:  # Ansible's own path reports it
+                pass
+        return original(self, value, variables, key_name)
+
+    ConfigManager.template_default = template_default
+    # The core settings were read when ansible.constants was imported, before this: their
+    # templated defaults are compiled now (the plugins' as the plugin loaders are warmed).
+    import ansible.constants as C
+
+    for definition in C.config.get_configuration_definitions().values():
+        default = definition.get("default")
+        if isinstance(default, str) and default.startswith("{{") and default.endswith("}}"):
+            compiled.setdefault(default, NativeEnvironment().from_string(default))

@@ -1,4 +1,5 @@
-"""Starts and stops the warm executors (`forkserver`) of one operator process.
+"""Starts and stops the warm executor (`forkserver`: one process serving both kinds of job) of
+one operator process.
 
 The playbook server is started with exactly the Ansible environment that ansible-runner gives
 every run (read off a `RunnerConfig`), so a job's import-time configuration always matches the
@@ -17,13 +18,13 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from runner.ansible import forkclient, forkserver
+from runner.ansible import direct, forkclient, forkserver
 from runner.util import tempdirs
 
 log = logging.getLogger("runner.warm")
 
 PLAYBOOK_SOCKET_ENV = "OPERATOR_RUNNER_PLAYBOOK_SOCKET"
-MODULE_SOCKET_ENV = "OPERATOR_RUNNER_MODULE_SOCKET"
+MODULE_SOCKET_ENV = direct.MODULE_SOCKET_ENV
 _PER_RUN = ("ANSIBLE_CACHE_PLUGIN_CONNECTION",)
 #: The servers' sockets and clients (removed on stop, and by the next operator if this one
 #: was killed).
@@ -57,22 +58,22 @@ class WarmPool:
             [sys.executable, real_playbook],
         )
         self.python_client = forkclient.write_client(
-            self.dir / "python", sys.executable, MODULE_SOCKET_ENV, [sys.executable]
+            self.dir / direct.CLIENT_NAME, sys.executable, MODULE_SOCKET_ENV, [sys.executable]
         )
         run_env = runner_env(base_env)
         for key in _PER_RUN:
             run_env.pop(key, None)
-        self._procs: list[subprocess.Popen[bytes]] = []
-        for kind, sock in self.sockets.items():
-            env = {**os.environ, **run_env} if kind == "playbook" else {**os.environ, **base_env}
-            self._procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "runner.ansible.forkserver", kind, sock],
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
+        # One server for both kinds (their common imports held once); the playbook kind's
+        # import-time environment is the runs' (module jobs take theirs from each job).
+        args = [arg for kind, sock in self.sockets.items() for arg in (kind, sock)]
+        self._procs: list[subprocess.Popen[bytes]] = [
+            subprocess.Popen(
+                [sys.executable, "-m", "runner.ansible.forkserver", *args],
+                env={**os.environ, **run_env},
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
+        ]
 
     @property
     def env(self) -> dict[str, str]:

@@ -7,12 +7,13 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from runner.ansible import forkclient
+from runner.ansible import direct, forkclient
 
 SOCKET_ENV = "TEST_FORKSERVER_SOCKET"
 
@@ -78,6 +79,68 @@ def test_a_job_runs_in_the_server_with_the_clients_argv_cwd_env_and_streams(
     assert done.returncode == 3
     assert done.stdout == f"job in the server {tmp_path} ['3', 'two words'] héllo from stdin\n"
     assert done.stderr == "to stderr\n"
+
+
+def test_a_playbook_job_hands_a_pipelined_module_to_the_module_server_itself(
+    module_server: Path, tmp_path: Path
+) -> None:
+    """direct.run_job: what the local connection gets instead of Popen().communicate()."""
+    code = (
+        "import os, sys\n"
+        "print(os.getcwd(), os.environ['GREETING'], os.getppid() != PARENT)\n"
+        "sys.stdout.write('x' * 300000)\n"  # more than a pipe holds: read while writing
+        "print('to stderr', file=sys.stderr)\n"
+        "sys.exit(5)\n"
+    ).replace("PARENT", str(os.getpid()))
+    padding = "#" * 200000 + "\n"  # the job's code on stdin: more than a pipe holds, too
+    env = {**os.environ, "GREETING": "héllo"}
+    result = direct.run_job(
+        str(module_server), [sys.executable], str(tmp_path), env, (padding + code).encode()
+    )
+    assert result is not None
+    rc, out, err = result
+    assert rc == 5
+    first, rest = out.split(b"\n", 1)
+    assert first.decode() == f"{tmp_path} héllo True"
+    assert rest == b"x" * 300000
+    assert err == b"to stderr\n"
+    assert direct.run_job(str(tmp_path / "nobody.sock"), [sys.executable], "/", env, b"") is None
+
+
+def test_a_module_job_of_the_server_for_both_kinds_sees_no_controller(tmp_path: Path) -> None:
+    """One server preloads both kinds; a module job still imports its collection from its own
+    payload and takes ansible.module_utils' module-side paths (runner/ansible/modulehost.py)."""
+    payload = tmp_path / "payload.zip"  # as AnsiballZ lays a collection's files out
+    package = "ansible_collections/kubernetes/core/plugins/module_utils"
+    with zipfile.ZipFile(payload, "w") as zf:
+        parts = package.split("/")
+        for depth in range(1, len(parts) + 1):
+            zf.writestr("/".join(parts[:depth]) + "/__init__.py", "")
+        zf.writestr(f"{package}/probe.py", "WHERE = 'zip'\n")
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(payload)!r})\n"
+        "from ansible.module_utils import _internal\n"
+        "from ansible.utils.collection_loader import AnsibleCollectionConfig\n"
+        "from ansible_collections.kubernetes.core.plugins.module_utils import probe\n"
+        "print(_internal.is_controller, AnsibleCollectionConfig.collection_finder, probe.WHERE,\n"
+        "      probe.__file__.startswith(sys.path[0]))\n"
+    )
+    socks = {kind: tmp_path / f"{kind}.sock" for kind in ("playbook", "module")}
+    args = [str(a) for kind, sock in socks.items() for a in (kind, sock)]
+    proc = subprocess.Popen([sys.executable, "-m", "runner.ansible.forkserver", *args])
+    try:
+        for sock in socks.values():
+            _wait_for(sock, proc, timeout=120)
+        result = direct.run_job(
+            str(socks["module"]), [sys.executable], str(tmp_path), dict(os.environ), code.encode()
+        )
+        assert result is not None
+        rc, out, err = result
+        assert (rc, out.decode()) == (0, "False None zip True\n"), err.decode()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def test_without_a_server_the_client_runs_the_real_program(tmp_path: Path) -> None:

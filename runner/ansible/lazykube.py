@@ -1,0 +1,147 @@
+"""`kubernetes.client` with its names imported when first used, for the module fork server.
+
+`import kubernetes` imports `kubernetes.client`, whose `__init__.py` (and those of its `api` and
+`models` packages) import every generated API class and model: ~1000 modules, ~43 MB in every
+process that holds them. kubernetes.core's modules use the dynamic client, the configuration
+and a few exceptions, none of the generated classes. The module server therefore loads these
+three packages with a loader of its own: the same names, each imported from the same module
+as the generated `__init__.py` says, the first time it is asked for (`module.__getattr__`).
+Jobs forked from the server inherit the packages; a job that does use a model or an API class
+imports that one module (as the generated code would have, earlier).
+
+Only the statements the generated files consist of are understood (`from M import N`,
+`__version__ = "..."`, `from __future__ import ...`, comments and the docstring); any other
+statement makes `install` leave the package alone, so it is imported the usual way.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import re
+import sys
+import types
+from collections.abc import Sequence
+from pathlib import Path
+
+PACKAGES = ("kubernetes.client", "kubernetes.client.api", "kubernetes.client.models")
+# Imported with the package all the same: what every user of the client needs, and cheap.
+EAGER = {
+    "kubernetes.client": (
+        "kubernetes.client.configuration",
+        "kubernetes.client.exceptions",
+        "kubernetes.client.rest",
+        "kubernetes.client.api_client",
+    ),
+}
+
+_FROM = re.compile(r"from (kubernetes\.client[\w.]*) import (\w+)")
+_VERSION = re.compile(r"__version__ = (['\"])([\w.+-]+)\1")
+_DOCSTRING = re.compile(r'\A\s*(#[^\n]*\n\s*)*"""(.*?)"""', re.S)
+
+
+def parse_init(source: str) -> tuple[dict[str, str], str | None] | None:
+    """The names a generated `__init__.py` imports (name -> module) and its `__version__`;
+    None when it holds any other statement."""
+    body = _DOCSTRING.sub("", source, count=1)
+    names: dict[str, str] = {}
+    version = None
+    for raw in body.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line or line.startswith("from __future__ import"):
+            continue
+        if match := _FROM.fullmatch(line):
+            names[match[2]] = match[1]
+        elif match := _VERSION.fullmatch(line):
+            version = match[2]
+        else:
+            return None
+    return names, version
+
+
+class _LazyPackage(importlib.abc.Loader):
+    def __init__(self, names: dict[str, str], version: str | None, eager: Sequence[str]) -> None:
+        self.names = names
+        self.version = version
+        self.eager = eager
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None  # the default module object
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        names = self.names
+
+        def __getattr__(name: str) -> object:
+            where = names.get(name)
+            if where is None:
+                submodule = f"{module.__name__}.{name}"
+                if importlib.util.find_spec(submodule) is None:
+                    raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+                return importlib.import_module(submodule)
+            value = getattr(importlib.import_module(where), name)
+            setattr(module, name, value)
+            return value
+
+        def __dir__() -> list[str]:
+            return sorted(set(vars(module)) | set(names))
+
+        module.__getattr__ = __getattr__  # type: ignore[method-assign]
+        module.__dir__ = __dir__  # type: ignore[method-assign]
+        module.__dict__["__all__"] = list(names)  # `from package import *`: every name
+        if self.version is not None:
+            module.__dict__["__version__"] = self.version
+        for name in self.eager:
+            importlib.import_module(name)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def __init__(self, loaders: dict[str, _LazyPackage]) -> None:
+        self.loaders = loaders
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        loader = self.loaders.get(fullname)
+        if loader is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self:
+                continue
+            find = getattr(finder, "find_spec", None)
+            spec: importlib.machinery.ModuleSpec | None = (
+                find(fullname, path, target) if find is not None else None
+            )
+            if spec is not None:
+                spec.loader = loader
+                return spec
+        return None
+
+
+def install() -> bool:
+    """Import `kubernetes` with the lazy packages; False (nothing done) when the installed
+    client's files are not what `parse_init` understands or `kubernetes` is imported already."""
+    if any(name in sys.modules for name in ("kubernetes", *PACKAGES)):
+        return False
+    spec = importlib.util.find_spec("kubernetes")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    root = Path(next(iter(spec.submodule_search_locations)))
+    loaders = {}
+    for package in PACKAGES:
+        init = root.joinpath(*package.split(".")[1:], "__init__.py")
+        try:
+            parsed = parse_init(init.read_text(encoding="utf-8"))
+        except OSError:
+            return False
+        if parsed is None:
+            return False
+        loaders[package] = _LazyPackage(*parsed, EAGER.get(package, ()))
+    finder = _Finder(loaders)
+    sys.meta_path.insert(0, finder)
+    try:
+        importlib.import_module("kubernetes")
+    finally:
+        sys.meta_path.remove(finder)
+    return True
