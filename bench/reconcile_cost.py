@@ -135,6 +135,9 @@ def start_operator(
                 "--health-probe-bind-address=0",
                 "--role-metrics-bind-address=127.0.0.1:0",
                 "--log-format=json",
+                # every run's "ran reconcile" line (at info only runs that changed something log
+                # it), which is how runs are counted here
+                "--zap-log-level=debug",
                 *extra,
             ],
             env={**os.environ, "KUBECONFIG": kubeconfig, "WATCH_NAMESPACE": ns},
