@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from runner.ansible import localtmp
+
 MODULE_SOCKET_ENV = "OPERATOR_RUNNER_MODULE_SOCKET"
 CLIENT_NAME = "python"  # the module client next to the socket (warm.WarmPool)
 
@@ -111,7 +113,8 @@ def _drain(fd: int, out: dict[int, bytes]) -> None:
 
 def install() -> None:
     """In a playbook job: the local connection's pipelined module commands go to the module
-    server when $OPERATOR_RUNNER_MODULE_SOCKET names one."""
+    server when $OPERATOR_RUNNER_MODULE_SOCKET names one, and its task temp directories are
+    made and removed in the worker (`localtmp`)."""
     sock_path = os.environ.get(MODULE_SOCKET_ENV)
     if not sock_path:
         return
@@ -124,6 +127,11 @@ def install() -> None:
         self: Any, cmd: str, in_data: bytes | None = None, sudoable: bool = True
     ) -> tuple[int, bytes, bytes]:
         assignments = None
+        if in_data is None and not (sudoable and self.become):
+            done = localtmp.handle(cmd)  # a task's temp directory made or removed
+            if done is not None:
+                local.display.vvv(f"EXEC {cmd} (done in the worker)")
+                return done
         if in_data is not None and not (sudoable and self.become):
             assignments = module_command(cmd, client)
         if assignments is not None:

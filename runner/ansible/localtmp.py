@@ -1,0 +1,80 @@
+"""A playbook job's task temp directories made and removed in the task worker itself.
+
+An action plugin that may transfer files (`TRANSFERS_FILES`, e.g. kubernetes.core's `k8s` and
+`k8s_info`) makes a remote temp directory before it runs, even when pipelining means nothing is
+transferred, and removes it afterwards. On the local connection each of those is
+`/bin/sh -c '( umask 77 && mkdir -p "` echo BASE `"&& mkdir "` echo BASE/NAME `" && echo
+NAME="` echo BASE/NAME `" ) && sleep 0'` and `/bin/sh -c 'rm -f -r BASE/NAME/ > /dev/null 2>&1
+&& sleep 0'`: two shells, `mkdir` twice, `rm` and `sleep` twice, nine processes per task for
+two directory operations. `handle` does exactly those operations with the same umask, exit
+code and output, and only for these two command forms with plain paths (letters, digits,
+`_./+-`, for which `echo` prints the path unchanged); anything else is None and runs in a
+shell as before.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+
+_PATH = r"/[A-Za-z0-9_./+-]+"
+_NAME = r"ansible-tmp-[A-Za-z0-9_.+-]+"
+_MKDTEMP = re.compile(
+    rf'\( umask (?P<umask>[0-7]{{1,4}}) && mkdir -p "` echo (?P<base>{_PATH}) `"&& '
+    rf'mkdir "` echo (?P<dir>{_PATH}) `" && echo (?P<name>{_NAME})="` echo (?P=dir) `" \) '
+    r"&& sleep 0"
+)
+_REMOVE = re.compile(rf"rm -f -r (?P<dir>{_PATH}/{_NAME})/? > /dev/null 2>&1 && sleep 0")
+
+
+def _inner(cmd: object) -> str | None:
+    """The script of `/bin/sh -c SCRIPT` (the local connection's executable wrapping)."""
+    if not isinstance(cmd, str):
+        return None
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return None
+    if len(words) != 3 or words[0] != "/bin/sh" or words[1] != "-c":
+        return None
+    return words[2]
+
+
+def handle(cmd: object) -> tuple[int, bytes, bytes] | None:
+    """(exit code, stdout, stderr) of a temp directory command done here, or None."""
+    script = _inner(cmd)
+    if script is None:
+        return None
+    made = _MKDTEMP.fullmatch(script)
+    if made is not None:
+        if made["dir"] != f"{made['base']}/{made['name']}":
+            return None
+        return _mkdtemp(int(made["umask"], 8), made["base"], made["dir"], made["name"])
+    removed = _REMOVE.fullmatch(script)
+    if removed is not None:
+        return _remove(removed["dir"])
+    return None
+
+
+def _mkdtemp(umask: int, base: str, path: str, name: str) -> tuple[int, bytes, bytes]:
+    old = os.umask(umask)
+    try:
+        os.makedirs(base, exist_ok=True)
+        os.mkdir(path)
+    except OSError as err:
+        failed = err.filename or path
+        return 1, b"", f"mkdir: cannot create directory '{failed}': {err.strerror}\n".encode()
+    finally:
+        os.umask(old)
+    return 0, f"{name}={path}\n".encode(), b""
+
+
+def _remove(path: str) -> tuple[int, bytes, bytes] | None:
+    if os.path.islink(path):
+        return None  # rm's own rules for a link: the shell's job
+    shutil.rmtree(path, ignore_errors=True)
+    if os.path.lexists(path):
+        return 1, b"", b""  # what rm -f -r with its output sent to /dev/null would answer
+    return 0, b"", b""
