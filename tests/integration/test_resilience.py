@@ -205,6 +205,28 @@ def test_sigkill_leftovers_are_removed_at_the_next_start(
         assert ours and all(str(op.proc.pid) in name for name in ours), ours
 
 
+def test_a_wrongly_typed_key_in_watches_yaml_stops_start_up_with_one_message(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """`kind: 42` (a number where watches.yaml wants a string) was accepted. The real operator
+    now stops before it watches anything, non-zero, with the file, the entry, the key and what
+    is wrong on one line, and no traceback."""
+    watches = tmp_path / "watches.yaml"
+    roles = PROJECT / "roles"
+    watches.write_text(f"- version: v1\n  group: {GROUP}\n  kind: 42\n  role: {roles / 'slow'}\n")
+    running = launch(cluster, tmp_path, watches=watches, namespaces=["default"])
+    try:
+        code = running.proc.wait(timeout=60)
+    finally:
+        running.stop()
+    log = running.log_text()
+    assert code != 0, log
+    assert "Traceback" not in log, log
+    line = next((x for x in log.splitlines() if str(watches) in x and "'kind'" in x), None)
+    assert line is not None, log
+    assert "entry 1" in line and "must be" in line, line
+
+
 def test_api_server_outage_is_survived_and_logged_once(tmp_path: Path) -> None:
     """On a cluster of its own: stop the control plane under the operator, start it again.
     The operator carries on, and its log says so once: one warning that the API server is
