@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.ansible import localtmp
+from runner.ansible.shellcmd import shell_script
 
 MODULE_SOCKET_ENV = "OPERATOR_RUNNER_MODULE_SOCKET"
 CLIENT_NAME = "python"  # the module client next to the socket (warm.WarmPool)
@@ -33,13 +34,11 @@ CLIENT_NAME = "python"  # the module client next to the socket (warm.WarmPool)
 def module_command(cmd: object, client: str) -> dict[str, str] | None:
     """The environment assignments of `/bin/sh -c '[NAME=VALUE ...] <client> && sleep 0'`,
     None for any other command."""
-    if not isinstance(cmd, str):
+    wrapped = shell_script(cmd)
+    if wrapped is None or not wrapped[0].endswith("sh"):
         return None
     try:
-        outer = shlex.split(cmd)
-        if len(outer) != 3 or not outer[0].endswith("sh") or outer[1] != "-c":
-            return None
-        inner = shlex.split(outer[2])
+        inner = shlex.split(wrapped[1])
     except ValueError:
         return None
     if inner[-4:] != [client, "&&", "sleep", "0"]:

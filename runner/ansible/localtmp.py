@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
+
+from runner.ansible.shellcmd import shell_script
 
 _PATH = r"/[A-Za-z0-9_./+-]+"
 _NAME = r"ansible-tmp-[A-Za-z0-9_.+-]+"
@@ -29,24 +30,12 @@ _MKDTEMP = re.compile(
 _REMOVE = re.compile(rf"rm -f -r (?P<dir>{_PATH}/{_NAME})/? > /dev/null 2>&1 && sleep 0")
 
 
-def _inner(cmd: object) -> str | None:
-    """The script of `/bin/sh -c SCRIPT` (the local connection's executable wrapping)."""
-    if not isinstance(cmd, str):
-        return None
-    try:
-        words = shlex.split(cmd)
-    except ValueError:
-        return None
-    if len(words) != 3 or words[0] != "/bin/sh" or words[1] != "-c":
-        return None
-    return words[2]
-
-
 def handle(cmd: object) -> tuple[int, bytes, bytes] | None:
     """(exit code, stdout, stderr) of a temp directory command done here, or None."""
-    script = _inner(cmd)
-    if script is None:
+    wrapped = shell_script(cmd)
+    if wrapped is None or wrapped[0] != "/bin/sh":
         return None
+    script = wrapped[1]
     made = _MKDTEMP.fullmatch(script)
     if made is not None:
         if made["dir"] != f"{made['base']}/{made['name']}":
