@@ -240,7 +240,7 @@ def test_bad_bind_address_is_one_clear_error(env: Env) -> None:
             f"--health-probe-bind-address=127.0.0.1:{ends.health_port}",
             max_concurrent=2,
         )
-        code = op.proc.wait(timeout=60)
+        code = op.exit_code(timeout=60)
     assert code != 0
     assert f"cannot serve metrics on 127.0.0.1:{port}" in op.log_text()
 

@@ -293,6 +293,20 @@ def test_deploy_rbac_is_enough_for_the_samples(
     assert "Falling back to a list of namespaces which are assumed to exist" in log
 
 
+def sharded_replica(identity: Identity, apps_namespace: str) -> dict[str, Any]:
+    """The launch arguments of replica-0 of a --sharding operator, as deploy/'s ServiceAccount."""
+    return {
+        "watches": REPO / "watches.yaml",
+        "namespaces": [apps_namespace],
+        "args": (
+            "--sharding",
+            f"--leader-election-namespace={identity.namespace}",
+            f"--leader-election-id=operator-runner{identity.suffix}",
+        ),
+        "env": {**operator_env(identity), "POD_NAME": "replica-0"},
+    }
+
+
 def test_deploy_rbac_is_enough_for_sharding(
     cluster: Cluster, apply_identity: Any, apps_namespace: str, tmp_path: Path
 ) -> None:
@@ -302,19 +316,7 @@ def test_deploy_rbac_is_enough_for_sharding(
     api = cluster.api_client()
     leases = client.CoordinationV1Api(api)
     selector = "operator-runner.dev/shard-group"
-    args = (
-        "--sharding",
-        f"--leader-election-namespace={identity.namespace}",
-        f"--leader-election-id=operator-runner{identity.suffix}",
-    )
-    with operator(
-        cluster,
-        tmp_path,
-        watches=REPO / "watches.yaml",
-        namespaces=[apps_namespace],
-        args=args,
-        env={**operator_env(identity), "POD_NAME": "replica-0"},
-    ) as op:
+    with operator(cluster, tmp_path, **sharded_replica(identity, apps_namespace)) as op:
         cluster.kubectl("apply", "-n", apps_namespace, "-f", str(SAMPLES / "app_v1_echo.yaml"))
         try:
             echo = wait_for(
@@ -349,23 +351,8 @@ def test_sharding_without_the_lease_rules_stops_with_one_message(
                 rule["verbs"] = [v for v in rule["verbs"] if v != "list"]
 
     identity = apply_identity(no_list, kind="Role")
-    args = (
-        "--sharding",
-        f"--leader-election-namespace={identity.namespace}",
-        f"--leader-election-id=operator-runner{identity.suffix}",
-    )
-    running = launch(
-        cluster,
-        tmp_path,
-        watches=REPO / "watches.yaml",
-        namespaces=[apps_namespace],
-        args=args,
-        env={**operator_env(identity), "POD_NAME": "replica-0"},
-    )
-    try:
-        code = running.proc.wait(timeout=60)
-    finally:
-        running.stop()
+    running = launch(cluster, tmp_path, **sharded_replica(identity, apps_namespace))
+    code = running.exit_code(timeout=60)
     log = running.log_text()
     assert code != 0, log
     assert "Traceback" not in log, log

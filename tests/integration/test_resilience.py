@@ -215,10 +215,7 @@ def test_a_wrongly_typed_key_in_watches_yaml_stops_start_up_with_one_message(
     roles = PROJECT / "roles"
     watches.write_text(f"- version: v1\n  group: {GROUP}\n  kind: 42\n  role: {roles / 'slow'}\n")
     running = launch(cluster, tmp_path, watches=watches, namespaces=["default"])
-    try:
-        code = running.proc.wait(timeout=60)
-    finally:
-        running.stop()
+    code = running.exit_code(timeout=60)
     log = running.log_text()
     assert code != 0, log
     assert "Traceback" not in log, log

@@ -38,6 +38,17 @@ class RunningOperator:
     def log_text(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
+    def exit_code(self, timeout: float = 60) -> int:
+        """For an operator expected to stop by itself: its exit status. If it is still running
+        after `timeout` s, it is stopped and the test fails with its log."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise AssertionError(
+                f"the operator did not exit within {timeout:g} s:\n{self.log_text()[-3000:]}"
+            ) from None
+
     def stop(self, timeout: float = 60) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
