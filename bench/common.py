@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from kubernetes import client, config, watch
@@ -25,7 +25,7 @@ from kubernetes.client.rest import ApiException
 from runner.ansible.collections_path import BUNDLED_COLLECTIONS
 
 from .anatomy import summarize_artifacts
-from .proctree import TreeSampler
+from .proctree import Sample, TreeSampler
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
@@ -434,6 +434,25 @@ def wait_quiet(op: RunningOperator, seconds: float, deadline: float) -> bool:
             since = None
         time.sleep(0.2)
     return False
+
+
+class Converged(NamedTuple):
+    names: list[str]
+    before: Sample  # just before the creates
+    t0: float
+    after: Sample  # when all were Successful, or at the cap
+    ok: bool
+
+
+def create_periodic(s: Session, prefix: str, n: int, period: float) -> Converged:
+    """n CRs (`size: 0`) named PREFIX-0000.. with a reconcile period, created at once; waits
+    until all are Successful or the session's cap is reached."""
+    names = [f"{prefix}-{i:04d}" for i in range(n)]
+    before = s.op.sampler.now()
+    t0 = time.monotonic()
+    s.cluster.create_many(s.ns, names, 0, {PERIOD_ANNOTATION: f"{int(period)}s"}, s.tracker)
+    ok = s.tracker.wait(names, s.deadline)
+    return Converged(names, before, t0, s.op.sampler.now(), ok)
 
 
 MiB = 1024 * 1024

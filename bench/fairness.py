@@ -21,7 +21,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .common import PERIOD_ANNOTATION, DidNotFinish, RunningOperator, Session, wait_quiet
+from .common import DidNotFinish, RunningOperator, Session, create_periodic, wait_quiet
+from .proctree import Sample
 
 SIZES = {"small": 100, "medium": 300, "full": 1000}
 GOAL_S = 2.0
@@ -53,13 +54,7 @@ def under_way(resync_runs: int, n: int) -> bool:
 
 
 def fairness(s: Session, n: int, period: float) -> None:
-    names = [f"fair-{i:04d}" for i in range(n)]
-    ann = {PERIOD_ANNOTATION: f"{int(period)}s"}
-    a = s.op.sampler.now()
-    t0 = time.monotonic()
-    s.cluster.create_many(s.ns, names, 0, ann, s.tracker)
-    ok = s.tracker.wait(names, s.deadline)
-    b = s.op.sampler.now()
+    names, a, t0, b, ok = create_periodic(s, "fair", n, period)
     s.result.update(
         n=n,
         period_s=period,
@@ -87,41 +82,23 @@ def fairness(s: Session, n: int, period: float) -> None:
         time.sleep(0.2)
     assert start is not None
     # the new CR, while the resync runs
-    at_create = s.op.sampler.now()
-    new = "fair-new"
-    st = s.tracker.state(new)
-    st.created = time.monotonic()
-    s.cluster.create_cr(s.ns, new, 0)
-    if not s.tracker.wait([new], s.deadline):
-        raise DidNotFinish("the new CR was not Successful within the cap")
-    at_done = s.op.sampler.now()
-    assert st.successful is not None
+    at_create, created, new_cr_s, at_done = new_cr(s, "fair-new", "the new CR")
     s.result.update(
-        new_cr_s=st.successful - st.created,
-        new_cr_within_goal=st.successful - st.created <= GOAL_S,
+        new_cr_s=new_cr_s,
+        new_cr_within_goal=new_cr_s <= GOAL_S,
         resync_runs_before_create=at_create.runs - runs0,
         resync_pending_at_create=max(0, n - (at_create.runs - runs0)),
         runs_while_new_cr_waited=at_done.runs - at_create.runs,
     )
     # the rest of the resync: N runs since the quiet point (the new CR's own runs among them
     # are few) and no run alive for QUIET_S
-    last_busy = at_done.t
-    while True:
-        cur = s.op.sampler.now()
-        if cur.running:
-            last_busy = cur.t
-        if cur.runs - runs0 >= n and cur.t - last_busy >= QUIET_S:
-            break
-        if time.monotonic() > s.deadline:
-            s.result["resync_runs"] = cur.runs - runs0
-            raise DidNotFinish(f"resync: {cur.runs - runs0} of {n} runs when the cap was reached")
-        time.sleep(0.2)
+    cur, last_busy = runs_done(s, runs0, n, at_done.t, "resync", count_key="resync_runs")
     end = next((h for h in reversed(s.op.sampler.history) if h.t <= last_busy), cur)
     s.result.update(
         resync_runs=end.runs - runs0,
         resync_wall_s=end.t - start.t,
         resync_cpu_s=end.cpu - start.cpu,
-        new_cr_after_resync_start_s=st.created - start.t,
+        new_cr_after_resync_start_s=created - start.t,
     )
     restart(s, n + 1)
 
@@ -136,29 +113,44 @@ def restart(s: Session, n: int) -> None:
         if time.monotonic() > s.deadline or not s.op.alive():
             raise DidNotFinish(f"restart: {s.op.sampler.now().runs} runs; {s.op.log_tail(5)}")
         time.sleep(0.2)
-    at_create = s.op.sampler.now()
-    new = "fair-new2"
-    st = s.tracker.state(new)
-    st.created = time.monotonic()
-    s.cluster.create_cr(s.ns, new, 0)
-    if not s.tracker.wait([new], s.deadline):
-        raise DidNotFinish("restart: the new CR was not Successful within the cap")
-    at_done = s.op.sampler.now()
-    assert st.successful is not None
+    at_create, _, new_cr_s, at_done = new_cr(s, "fair-new2", "restart: the new CR")
     s.result.update(
-        restart_new_cr_s=st.successful - st.created,
+        restart_new_cr_s=new_cr_s,
         restart_first_runs_s=at_create.t - t0,
         restart_pending_at_create=max(0, n - at_create.runs),
         restart_runs_while_new_cr_waited=at_done.runs - at_create.runs,
     )
-    last_busy = at_done.t
+    cur, last_busy = runs_done(s, 0, n, at_done.t, "restart")
+    s.result.update(restart_listing_runs=cur.runs, restart_listing_wall_s=last_busy - t0)
+
+
+def new_cr(s: Session, name: str, what: str) -> tuple[Sample, float, float, Sample]:
+    """Create one CR now; (the sample at its create, when it was created, create ->
+    Successful, the sample then)."""
+    at_create = s.op.sampler.now()
+    st = s.tracker.state(name)
+    st.created = time.monotonic()
+    s.cluster.create_cr(s.ns, name, 0)
+    if not s.tracker.wait([name], s.deadline):
+        raise DidNotFinish(f"{what} was not Successful within the cap")
+    at_done = s.op.sampler.now()
+    assert st.successful is not None
+    return at_create, st.created, st.successful - st.created, at_done
+
+
+def runs_done(
+    s: Session, runs0: int, n: int, last_busy: float, what: str, count_key: str | None = None
+) -> tuple[Sample, float]:
+    """Until n runs since `runs0` were seen and none was alive for QUIET_S: (the last sample,
+    when a run was last alive). At the cap, the runs seen go to `count_key` of the result."""
     while True:
         cur = s.op.sampler.now()
         if cur.running:
             last_busy = cur.t
-        if cur.runs >= n and cur.t - last_busy >= QUIET_S:
-            break
+        if cur.runs - runs0 >= n and cur.t - last_busy >= QUIET_S:
+            return cur, last_busy
         if time.monotonic() > s.deadline:
-            raise DidNotFinish(f"restart: {cur.runs} of {n} runs when the cap was reached")
+            if count_key:
+                s.result[count_key] = cur.runs - runs0
+            raise DidNotFinish(f"{what}: {cur.runs - runs0} of {n} runs when the cap was reached")
         time.sleep(0.2)
-    s.result.update(restart_listing_runs=cur.runs, restart_listing_wall_s=last_busy - t0)

@@ -37,7 +37,6 @@ from . import sharding as shard
 from .common import (
     BENCH,
     PEER_VENV,
-    PERIOD_ANNOTATION,
     REPO,
     SCALES,
     Cluster,
@@ -45,6 +44,7 @@ from .common import (
     MiB,
     OperatorSpec,
     Session,
+    create_periodic,
     log,
     ours_spec,
     pct,
@@ -119,13 +119,7 @@ def burst(s: Session, n: int, size: int) -> None:
 
 
 def scale(s: Session, n: int, period: float, resync: bool = True) -> None:
-    names = [f"scale-{i:04d}" for i in range(n)]
-    ann = {PERIOD_ANNOTATION: f"{int(period)}s"}
-    a = s.op.sampler.now()
-    t0 = time.monotonic()
-    s.cluster.create_many(s.ns, names, 0, ann, s.tracker)
-    ok = s.tracker.wait(names, s.deadline)
-    b = s.op.sampler.now()
+    names, a, t0, b, ok = create_periodic(s, "scale", n, period)
     s.result.update(
         n=n,
         size=0,
