@@ -245,17 +245,24 @@ def test_sharding_config_takes_the_election_settings_and_checks_them() -> None:
         sharding_config("x", "ops", (5, 10, 2), [], env)
 
 
+def handed_to_c() -> tuple[list[float], FakeApi, ObjectRef, Shards]:
+    """Replica b at t=10 s, knowing a and b (listed at 9 s), and a CR that hashes to b but
+    whose label a set to c, a replica b has not seen yet."""
+    now = [10.0]
+    api = FakeApi()
+    r = owned_by("b", ["a", "b"])
+    api.versions[r], api.labels[r] = 1, "c"
+    b = Shards("b", api.relabel, clock=lambda: now[0])
+    b.set_members(["a", "b"], listed_at=9.0)
+    return now, api, r, b
+
+
 def test_a_holder_not_yet_seen_is_not_taken_for_dead() -> None:
     """a hands a CR to c, which has just joined; b has not seen c's Lease yet. b must not claim
     the CR on the list it has: only on a list of the Leases read after it saw the label."""
 
     async def go() -> None:
-        now = [10.0]
-        api = FakeApi()
-        r = owned_by("b", ["a", "b"])
-        api.versions[r], api.labels[r] = 1, "c"
-        b = Shards("b", api.relabel, clock=lambda: now[0])
-        b.set_members(["a", "b"], listed_at=9.0)
+        now, api, r, b = handed_to_c()
         b.observe(FakeController(), r, "MODIFIED", api.body(r))  # label c, seen at 10
         await settled(b)
         assert api.writes == [] and not b.may_run(r)
@@ -269,12 +276,7 @@ def test_a_holder_not_yet_seen_is_not_taken_for_dead() -> None:
 
 def test_the_next_list_shows_the_new_holder_and_nothing_is_claimed() -> None:
     async def go() -> None:
-        now = [10.0]
-        api = FakeApi()
-        r = owned_by("b", ["a", "b"])
-        api.versions[r], api.labels[r] = 1, "c"
-        b = Shards("b", api.relabel, clock=lambda: now[0])
-        b.set_members(["a", "b"], listed_at=9.0)
+        now, api, r, b = handed_to_c()
         b.observe(FakeController(), r, "MODIFIED", api.body(r))
         now[0] = 11.0
         b.set_members(["a", "b", "c"], listed_at=10.5)
