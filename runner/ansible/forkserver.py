@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from runner.ansible import direct, modulehost
+from runner.ansible import direct, modulehost, templatecache
 from runner.ansible.preload import preload_for
 
 # Environment variables Ansible reads when it is imported; a job must match the server's.
@@ -221,6 +221,7 @@ def _run_playbook(argv: list[str]) -> int:
     _share_ansiballz_cache()
     _keep_collection_loader()
     direct.install()
+    templatecache.install()
     from ansible.cli.playbook import main
 
     try:

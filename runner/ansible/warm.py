@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from runner.ansible import direct, forkclient, forkserver
+from runner.ansible import direct, forkclient, forkserver, templatecache
 from runner.util import tempdirs
 
 log = logging.getLogger("runner.warm")
@@ -81,6 +81,7 @@ class WarmPool:
             PLAYBOOK_SOCKET_ENV: self.sockets["playbook"],
             MODULE_SOCKET_ENV: self.sockets["module"],
             forkserver.ANSIBALLZ_CACHE_ENV: str(self.dir / "ansiballz_cache"),
+            templatecache.TEMPLATE_CACHE_ENV: str(self.dir / "templates"),
         }
 
     def wait_ready(self, timeout: float = 30.0) -> bool:
