@@ -262,8 +262,12 @@ class AsyncUpstream:
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
+            # Bodies stay as the API server sent them (the roles' proxy relays them), so ask
+            # for them uncompressed: aiohttp would otherwise accept gzip, and the API server
+            # gzips any response over 128 KB (a dependent watch's listing of 1000 Services).
             self._session = aiohttp.ClientSession(
                 auto_decompress=False,
+                headers={"Accept-Encoding": "identity"},
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
                 connector=aiohttp.TCPConnector(ssl=self.ssl, limit=64),
             )

@@ -121,6 +121,35 @@ def test_deleted_or_scaled_dependents_are_put_back(env: Env) -> None:
     )
 
 
+def test_dependent_watch_of_a_listing_the_api_server_would_compress(
+    env: Env, cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The API server gzips a response over 128 KB for a client that accepts gzip; the
+    dependent watch's listing must still be read (it failed and retried every 30 s at 1000
+    EchoFlasks, so deleted dependents were not put back)."""
+    tmp = tmp_path_factory.mktemp("dependents-big")
+    with temporary_namespace(cluster, "big") as ns:
+        for index in range(3):  # ~180 KB of ConfigMaps before the operator lists them
+            env.core.create_namespaced_config_map(
+                ns, {"metadata": {"name": f"bulk-{index}"}, "data": {"blob": "x" * 60_000}}
+            )
+        big = Env(cluster, env.api, ns, tmp, group=GROUP, watches=WATCHES)
+        operator = big.start()
+        try:
+            big.create("Owner", "big", {"replicas": 1})
+            big.wait_condition("Owner", "big", generation=False, timeout=90)
+            big.core.delete_namespaced_config_map("big-cm", ns)
+            wait_for(
+                lambda: big.config_map("big-cm"),
+                timeout=15,
+                what="the deleted ConfigMap put back by the dependent watch",
+                interval=0.1,
+            )
+            assert "restarts:" not in operator.log_text(), operator.log_text()[-3000:]
+        finally:
+            big.stop()
+
+
 def test_status_only_change_of_a_dependent_does_not_reconcile(env: Env) -> None:
     env.create("Owner", "quiet", {})
     env.wait_condition("Owner", "quiet", generation=False, timeout=90)
