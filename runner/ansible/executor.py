@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import sys
 import threading
 import time
@@ -29,11 +30,14 @@ from runner.ansible import collections_path
 from runner.ansible.interface import LogEvents, RunRequest, RunResult
 from runner.ansible.results import RunSummary, apply_event
 from runner.ansible.warm import WarmPool
+from runner.util import tempdirs
 
 log = logging.getLogger("runner.executor")
 
 # ansible-playbook and friends of the Python environment the runner runs in go first on PATH.
 _BIN_DIR = Path(sys.executable).parent
+#: The runs' TMPDIR (see Executor).
+RUN_TMP_PREFIX = "operator-runner-runs-"
 
 
 class _PromptCloseSpawn(pexpect.spawn):  # type: ignore[misc]
@@ -149,6 +153,11 @@ class Executor:
         max_parallel_runs: int | None = None,
     ) -> None:
         self._env = ansible_env(tmp_dir, roles_paths)
+        # The runs' TMPDIR, removed with the operator (and by the next start after a SIGKILL):
+        # kubernetes.core keeps its discovery cache there, a file per API server URL and user,
+        # and the runs' URL is the roles' proxy, on a new port at every start.
+        self.run_tmp = tempdirs.private_dir(RUN_TMP_PREFIX)
+        self._env["TMPDIR"] = str(self.run_tmp)
         self._user_inventory = user_inventory(os.environ)
         if self._user_inventory:
             log.info("inventory from ANSIBLE_INVENTORY: %s", ", ".join(self._user_inventory))
@@ -228,6 +237,7 @@ class Executor:
             if self._pool is not None:
                 self._pool.stop()
                 self._pool = None
+        shutil.rmtree(self.run_tmp, ignore_errors=True)
 
     def cancel_all(self) -> None:
         """Stop every run in progress (shutdown after the grace period)."""

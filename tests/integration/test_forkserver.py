@@ -15,6 +15,8 @@ import pytest
 
 from runner.ansible import direct, forkclient
 
+from .conftest import Cluster
+
 SOCKET_ENV = "TEST_FORKSERVER_SOCKET"
 
 
@@ -297,3 +299,35 @@ def test_a_cr_that_ran_warm_runs_on_the_plain_path_too(tmp_path: Path) -> None:
             assert result.ok, (ident, result.status, result.stdout_tail)
         finally:
             executor.close()
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "plain"])
+def test_runs_keep_their_temp_files_in_a_folder_that_goes_with_the_executor(
+    tmp_path: Path, cluster: Cluster, warm: bool
+) -> None:
+    """kubernetes.core writes its discovery cache to TMPDIR, one file per API server URL: the
+    runs' URL is the roles' proxy, on a new port at every start, so in the system's temp
+    folder a file was left behind per operator start."""
+    from runner.ansible.executor import Executor
+    from runner.ansible.interface import RunRequest
+
+    playbook = tmp_path / "project" / "main.yml"
+    playbook.parent.mkdir()
+    playbook.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - kubernetes.core.k8s_info:\n"
+        f"        kubeconfig: {cluster.kubeconfig}\n"
+        "        kind: Namespace\n"
+        "        name: default\n"
+    )
+    executor = Executor(roles_paths=[], tmp_dir=tmp_path / "tmp", warm=warm)
+    try:
+        request = RunRequest(
+            private_dir=tmp_path / "private", ident="tmp", playbook=playbook, extravars_text="{}"
+        )
+        result = executor.run_sync(request)
+        assert result.ok, (result.status, result.stdout_tail)
+        assert list(executor.run_tmp.glob("k8srcp-*.json")), sorted(executor.run_tmp.iterdir())
+    finally:
+        executor.close()
+    assert not executor.run_tmp.exists()
