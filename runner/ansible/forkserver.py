@@ -25,6 +25,7 @@ the plain path, same semantics, just slower.
 from __future__ import annotations
 
 import array
+import atexit
 import contextlib
 import marshal
 import os
@@ -279,6 +280,9 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
         os.killpg(0, signal.SIGTERM)
 
     threading.Thread(target=orphaned, daemon=True).start()
+    # The server's exit handlers are the server's; the job's own (Ansible's local temp folder,
+    # a module's tmpdir, kubernetes' temp files) run when it ends, as in the real program.
+    atexit._clear()
     import gc
 
     gc.set_threshold(50_000, 20, 20)  # a short-lived job: collect rarely (the default is 700)
@@ -290,6 +294,7 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
 
         traceback.print_exception(err)
     finally:
+        atexit._run_exitfuncs()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
@@ -334,12 +339,19 @@ def _die_with_parent() -> None:
         os._exit(0)
 
 
+def _exit_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
 def serve(sockets: Mapping[str, str]) -> None:
     """Preload every kind in `sockets` (kind -> socket path), listen on each socket, fork a
     child per job; runs until killed. One process for both kinds holds their common imports
     once (the module kind first: its jobs are told apart from the controller in
     `_as_module_host`)."""
     _die_with_parent()
+    # Stopped by SIGTERM (by the executor, or at the operator's death): exit as a program does,
+    # so that the server's exit handlers run (Ansible's local temp folder of this process).
+    signal.signal(signal.SIGTERM, _exit_on_term)
     _SERVER_ENV.update(os.environ)
     kinds = sorted(sockets, key=lambda kind: kind != "module")
     for kind in kinds:

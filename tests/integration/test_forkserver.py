@@ -331,3 +331,37 @@ def test_runs_keep_their_temp_files_in_a_folder_that_goes_with_the_executor(
     finally:
         executor.close()
     assert not executor.run_tmp.exists()
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "plain"])
+def test_a_run_leaves_no_ansible_local_temp_folder(tmp_path: Path, warm: bool) -> None:
+    """ansible-playbook makes `ansible-local-<pid>...` in ANSIBLE_LOCAL_TEMP and removes it at
+    exit (atexit): a warm job, which ends with os._exit, left one per run behind, and the fork
+    server (which imports Ansible) one per start."""
+    from runner.ansible.executor import Executor
+    from runner.ansible.interface import RunRequest
+
+    playbook = tmp_path / "project" / "main.yml"
+    playbook.parent.mkdir()
+    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ping:\n")
+    tmp_dir = tmp_path / "tmp"
+    executor = Executor(roles_paths=[], tmp_dir=tmp_dir, warm=warm)
+    left = []
+    try:
+        for ident in ("first", "second", "third"):
+            request = RunRequest(
+                private_dir=tmp_path / "private",
+                ident=ident,
+                playbook=playbook,
+                extravars_text="{}",
+            )
+            result = executor.run_sync(request)
+            assert result.ok, (ident, result.status, result.stdout_tail)
+            left.append(sorted(tmp_dir.glob("ansible-local-*")))
+    finally:
+        executor.close()
+    assert left[0] == left[1] == left[2], left  # at most the server's own, while it runs
+    deadline = time.monotonic() + 30
+    while list(tmp_dir.glob("ansible-local-*")):  # the server removes its own as it stops
+        assert time.monotonic() < deadline, sorted(tmp_dir.iterdir())
+        time.sleep(0.05)
