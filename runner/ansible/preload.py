@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from runner.ansible import jinjamisses
 from runner.ansible.codecache import collection_roots, install_code_cache, precompile_collections
 
 PRELOAD = {
@@ -83,6 +84,13 @@ def preload_for(kind: str) -> None:
             _warm_plugins()
         except Exception as err:
             print(f"forkserver[{kind}]: could not warm the plugin loaders: {err}", file=sys.stderr)
+        try:
+            jinjamisses.install()
+            jinjamisses.warm()
+        except Exception as err:  # only costs speed
+            print(
+                f"forkserver[{kind}]: Jinja's built-ins looked up per task: {err}", file=sys.stderr
+            )
 
 
 # Plugins every run loads: found, imported and their documented options registered once here
