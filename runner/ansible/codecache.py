@@ -16,8 +16,8 @@ from runner.ansible import collections_path
 # source in every job (a kubernetes.core.k8s job: ~60 files, ~40 ms of CPU). The module server
 # compiles the collections it can see once; a job's zipimport gets the compiled code of a file
 # whose bytes are identical (looked up by their SHA-256), with the zip's file name put in, and
-# compiles anything else itself, as before. Nothing else is preloaded from collections: the
-# payload's files stay the ones that run.
+# compiles anything else itself, as before. The payload's files stay the ones that run (the
+# module_utils collectionutils.py keeps are used only where the payload's bytes are the same).
 
 _CODE_CACHE: dict[bytes, types.CodeType] = {}
 

@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from runner.ansible import direct, modulehost, templatecache
+from runner.ansible import collectionutils, direct, modulehost, templatecache
 from runner.ansible.preload import preload_for
 
 # Environment variables Ansible reads when it is imported; a job must match the server's.
@@ -234,6 +234,7 @@ def _run_playbook(argv: list[str]) -> int:
 
 def _run_module(argv: list[str]) -> int:
     modulehost.become_target()
+    collectionutils.install()
     try:
         if len(argv) > 1:
             sys.argv = argv[1:]

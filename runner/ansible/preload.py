@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runner.ansible import jinjamisses
+from runner.ansible import collectionutils, jinjamisses
 from runner.ansible.codecache import collection_roots, install_code_cache, precompile_collections
 
 PRELOAD = {
@@ -27,7 +27,8 @@ PRELOAD = {
         "ansible.executor.module_common",
     ),
     # Not kubernetes.core's module_utils: importing any ansible_collections package here would
-    # hide the other collections inside each module's AnsiballZ payload.
+    # hide the other collections inside each module's AnsiballZ payload (collectionutils.py
+    # imports those and takes them out of sys.modules again).
     "module": (
         "ansible.module_utils.basic",
         "ansible.module_utils.common.text.converters",
@@ -73,6 +74,14 @@ def preload_for(kind: str) -> None:
             importlib.import_module(name)
         except Exception as err:  # a missing optional module only costs speed
             print(f"forkserver[{kind}]: could not preload {name}: {err}", file=sys.stderr)
+    if kind == "module":
+        try:
+            collectionutils.preload(collection_roots(os.environ, sys.path))
+        except Exception as err:  # only costs speed
+            print(
+                f"forkserver[{kind}]: collections' module_utils not preloaded: {err}",
+                file=sys.stderr,
+            )
     if kind == "playbook":
         try:
             cache_default_templates()
