@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from runner.ansible import collectionutils, direct, modulehost, templatecache
+from runner.ansible import codecache, collectionutils, direct, modulehost, templatecache
 from runner.ansible.preload import preload_for
 
 # Environment variables Ansible reads when it is imported; a job must match the server's.
@@ -241,7 +241,7 @@ def _run_module(argv: list[str]) -> int:
             runpy.run_path(argv[1], run_name="__main__")
         else:  # pipelining: the module comes on stdin
             code = sys.stdin.read()
-            exec(compile(code, "<stdin>", "exec"), {"__name__": "__main__"})
+            exec(codecache.compile_wrapper(code, "<stdin>"), {"__name__": "__main__"})
     except SystemExit as exit_:
         if exit_.code is None:
             return 0

@@ -133,3 +133,68 @@ def test_cached_code_reports_the_payload_file(
     where = namespace["where"]
     assert where.__code__.co_filename == "/payload.zip/m.py"  # type: ignore[attr-defined]
     assert where().__code__.co_filename == "/payload.zip/m.py"  # type: ignore[operator]
+
+
+def _ansiballz_wrapper(zip_data: str) -> str:
+    """A pipelined module's wrapper, built as ansible-core 2.19's module_common builds it."""
+    import datetime
+
+    from ansible.executor.module_common import _get_ansiballz_code
+
+    args = dict(
+        ansible_module="k8s_info",
+        module_fqn="ansible_collections.kubernetes.core.plugins.modules.k8s_info",
+        profile="legacy",
+        date_time=datetime.datetime(2026, 12, 3, 17, 0, 0),
+        rlimit_nofile=0,
+        params='{"ANSIBLE_MODULE_ARGS": {"kind": "Pod", "x": "zip_data=\'y\',"}}',
+        extensions={},
+        zip_data=zip_data,
+    )
+    args_string = "\n".join(f"{key}={value!r}," for key, value in args.items())
+    code = _get_ansiballz_code("#!/usr/bin/python")
+    return f'{code}\n\n\nif __name__ == "__main__":\n    _ansiballz_main(\n{args_string}\n)\n'
+
+
+def _constants(code: object) -> list[object]:
+    """Every constant of a code object and the code objects inside it, with their bytecode."""
+    assert isinstance(code, type(_constants.__code__))
+    found: list[object] = [code.co_code, code.co_names, code.co_flags]
+    for const in code.co_consts:
+        found.extend(_constants(const) if isinstance(const, type(code)) else [const])
+    return found
+
+
+def test_a_wrapper_compiles_to_the_same_code_without_its_payload_literal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import base64
+
+    payload = base64.b64encode(bytes(range(256)) * 600).decode()
+    source = _ansiballz_wrapper(payload)
+    compiled: list[int] = []
+
+    def recording(text: str, *args: object, **kwargs: object) -> object:
+        compiled.append(len(text))
+        return compile(text, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(codecache, "compile", recording, raising=False)
+    code = codecache.compile_wrapper(source, "<stdin>")
+    assert compiled and max(compiled) < len(source) - len(payload) + 100, compiled
+    assert _constants(code) == _constants(compile(source, "<stdin>", "exec", dont_inherit=True))
+    assert payload in code.co_consts
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = 1\n",
+        "f = print\nf(\nzip_data='a\\\\nb',\n)\n",  # an escape: its text is not its value
+        "f = print\nf(\nzip_data='abc',\n)\nextra = 1\n",  # not the last statement
+        "f = print\nf(\nzip_data='operator-runner:zip_data',\n)\n",
+    ],
+)
+def test_other_sources_compile_as_they_are(source: str) -> None:
+    assert _constants(codecache.compile_wrapper(source, "<stdin>")) == _constants(
+        compile(source, "<stdin>", "exec", dont_inherit=True)
+    )
