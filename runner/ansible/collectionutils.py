@@ -2,7 +2,7 @@
 carries the very same files.
 
 A module job imports its collection's module_utils from its AnsiballZ payload, and executing
-those files is a large part of a short module's work: a `kubernetes.core.k8s` job imports ~30
+those files is a large part of a short module's work: a `kubernetes.core.k8s` job imports ~20
 of them, in every job, because each job is a fresh fork. The module server imports the
 module_utils that the modules named in `COLLECTIONS` import, once, as plain Python modules (not
 through the controller's collection loader, as a module's own Python would), then takes them
@@ -13,8 +13,8 @@ of these modules, the finder compares, for each module kept for that collection,
 the file the payload carries with the bytes the server imported (SHA-256). Only when every
 file the payload carries is the same does the job use the kept modules for that collection
 (all of them, so that they never mix with files of another version); otherwise every import
-of the collection comes from the payload, as before. A file the payload does not carry is not
-imported by the job. Packages (`__init__`) always come from the payload, so the module itself
+of the collection comes from the payload, as before. A kept file the payload does not carry is
+left out of the comparison (the module does not import it). Packages (`__init__`) always come from the payload, so the module itself
 and every other file are still found there.
 
 What a module_utils file reads from the environment while it is imported (kubernetes.core's
