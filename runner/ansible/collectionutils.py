@@ -14,8 +14,8 @@ the file the payload carries with the bytes the server imported (SHA-256). Only 
 file the payload carries is the same does the job use the kept modules for that collection
 (all of them, so that they never mix with files of another version); otherwise every import
 of the collection comes from the payload, as before. A kept file the payload does not carry is
-left out of the comparison (the module does not import it). Packages (`__init__`) always come from the payload, so the module itself
-and every other file are still found there.
+left out of the comparison (the module does not import it). Packages (`__init__`) always come
+from the payload, so the module itself and every other file are still found there.
 
 What a module_utils file reads from the environment while it is imported (kubernetes.core's
 `ENABLE_TURBO_MODE`) is recorded in the server; a job whose environment differs there imports
