@@ -10,12 +10,16 @@ import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from runner.ansible import direct, forkclient
 
 from .conftest import Cluster
+
+if TYPE_CHECKING:
+    from runner.ansible.executor import Executor
 
 SOCKET_ENV = "TEST_FORKSERVER_SOCKET"
 
@@ -201,30 +205,40 @@ def test_signals_to_the_client_reach_the_job(module_server: Path, tmp_path: Path
         proc.kill()
 
 
-def test_idle_warm_executors_stop_and_start_again_with_the_next_run(tmp_path: Path) -> None:
-    from runner.ansible.executor import Executor
-    from runner.ansible.interface import RunRequest
+PING = "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ping:\n"
 
+
+def _playbook(tmp_path: Path, text: str = PING) -> Path:
     playbook = tmp_path / "project" / "main.yml"
     playbook.parent.mkdir()
-    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ping:\n")
+    playbook.write_text(text)
+    return playbook
+
+
+def _run_ok(executor: Executor, tmp_path: Path, playbook: Path, ident: str) -> None:
+    """One run of `playbook` in `tmp_path`/private through `executor`, which must succeed."""
+    from runner.ansible.interface import RunRequest
+
+    request = RunRequest(
+        private_dir=tmp_path / "private", ident=ident, playbook=playbook, extravars_text="{}"
+    )
+    result = executor.run_sync(request)
+    assert result.ok, (ident, result.status, result.stdout_tail)
+
+
+def test_idle_warm_executors_stop_and_start_again_with_the_next_run(tmp_path: Path) -> None:
+    from runner.ansible.executor import Executor
+
+    playbook = _playbook(tmp_path)
     executor = Executor(roles_paths=[], tmp_dir=tmp_path / "tmp", warm_idle_timeout=1.0)
-
-    def run(ident: str) -> None:
-        request = RunRequest(
-            private_dir=tmp_path / "private", ident=ident, playbook=playbook, extravars_text="{}"
-        )
-        result = executor.run_sync(request)
-        assert result.ok, (result.status, result.stdout_tail)
-
     try:
-        run("first")
+        _run_ok(executor, tmp_path, playbook, "first")
         assert executor.warm_running
         deadline = time.monotonic() + 30
         while executor.warm_running:
             assert time.monotonic() < deadline, "the warm executors did not stop when idle"
             time.sleep(0.1)
-        run("second")
+        _run_ok(executor, tmp_path, playbook, "second")
         assert executor.warm_running
     finally:
         executor.close()
@@ -239,13 +253,12 @@ def test_runs_in_flight_stay_within_the_operators_run_slots(tmp_path: Path, slot
     from runner.ansible.interface import RunRequest
 
     log = tmp_path / "log"
-    playbook = tmp_path / "project" / "main.yml"
-    playbook.parent.mkdir()
-    playbook.write_text(
+    playbook = _playbook(
+        tmp_path,
         "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
         f"    - shell: echo start $(date +%s%N) >> {log}\n"
         "    - command: sleep 3\n"
-        f"    - shell: echo end $(date +%s%N) >> {log}\n"
+        f"    - shell: echo end $(date +%s%N) >> {log}\n",
     )
     executor = Executor(roles_paths=[], tmp_dir=tmp_path / "tmp", max_parallel_runs=slots)
 
@@ -281,22 +294,12 @@ def test_a_cr_that_ran_warm_runs_on_the_plain_path_too(tmp_path: Path) -> None:
     passes none: after a warm run (the playbook is an argument of the warm client), a plain run
     in the same folder (the warm executors could not start) got the playbook twice."""
     from runner.ansible.executor import Executor
-    from runner.ansible.interface import RunRequest
 
-    playbook = tmp_path / "project" / "main.yml"
-    playbook.parent.mkdir()
-    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ping:\n")
+    playbook = _playbook(tmp_path)
     for ident, warm in (("warm", True), ("plain", False)):
         executor = Executor(roles_paths=[], tmp_dir=tmp_path / "tmp", warm=warm)
         try:
-            request = RunRequest(
-                private_dir=tmp_path / "private",
-                ident=ident,
-                playbook=playbook,
-                extravars_text="{}",
-            )
-            result = executor.run_sync(request)
-            assert result.ok, (ident, result.status, result.stdout_tail)
+            _run_ok(executor, tmp_path, playbook, ident)
         finally:
             executor.close()
 
@@ -309,24 +312,18 @@ def test_runs_keep_their_temp_files_in_a_folder_that_goes_with_the_executor(
     runs' URL is the roles' proxy, on a new port at every start, so in the system's temp
     folder a file was left behind per operator start."""
     from runner.ansible.executor import Executor
-    from runner.ansible.interface import RunRequest
 
-    playbook = tmp_path / "project" / "main.yml"
-    playbook.parent.mkdir()
-    playbook.write_text(
+    playbook = _playbook(
+        tmp_path,
         "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
         "    - kubernetes.core.k8s_info:\n"
         f"        kubeconfig: {cluster.kubeconfig}\n"
         "        kind: Namespace\n"
-        "        name: default\n"
+        "        name: default\n",
     )
     executor = Executor(roles_paths=[], tmp_dir=tmp_path / "tmp", warm=warm)
     try:
-        request = RunRequest(
-            private_dir=tmp_path / "private", ident="tmp", playbook=playbook, extravars_text="{}"
-        )
-        result = executor.run_sync(request)
-        assert result.ok, (result.status, result.stdout_tail)
+        _run_ok(executor, tmp_path, playbook, "tmp")
         assert list(executor.run_tmp.glob("k8srcp-*.json")), sorted(executor.run_tmp.iterdir())
     finally:
         executor.close()
@@ -339,24 +336,14 @@ def test_a_run_leaves_no_ansible_local_temp_folder(tmp_path: Path, warm: bool) -
     exit (atexit): a warm job, which ends with os._exit, left one per run behind, and the fork
     server (which imports Ansible) one per start."""
     from runner.ansible.executor import Executor
-    from runner.ansible.interface import RunRequest
 
-    playbook = tmp_path / "project" / "main.yml"
-    playbook.parent.mkdir()
-    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ping:\n")
+    playbook = _playbook(tmp_path)
     tmp_dir = tmp_path / "tmp"
     executor = Executor(roles_paths=[], tmp_dir=tmp_dir, warm=warm)
     left = []
     try:
         for ident in ("first", "second", "third"):
-            request = RunRequest(
-                private_dir=tmp_path / "private",
-                ident=ident,
-                playbook=playbook,
-                extravars_text="{}",
-            )
-            result = executor.run_sync(request)
-            assert result.ok, (ident, result.status, result.stdout_tail)
+            _run_ok(executor, tmp_path, playbook, ident)
             left.append(sorted(tmp_dir.glob("ansible-local-*")))
     finally:
         executor.close()
