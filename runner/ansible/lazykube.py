@@ -12,6 +12,14 @@ imports that one module (as the generated code would have, earlier).
 Only the statements the generated files consist of are understood (`from M import N`,
 `__version__ = "..."`, `from __future__ import ...`, comments and the docstring); any other
 statement makes `install` leave the package alone, so it is imported the usual way.
+
+`kubernetes.config.kube_config` also imports, at import time, what only a kubeconfig with the
+`gcp` auth-provider uses: `google.auth.transport.requests`, which imports `google.oauth2`
+(~2.4 MB in the module server). That module and the subpackages `kubernetes/__init__.py`
+imports for nothing kubernetes.core's k8s modules do (`DEFERRED`) are made in full, in
+`sys.modules` and on their parent package, but run the first time an attribute of theirs is
+asked for: by `google.auth.transport.requests.Request()` in a job that refreshes a gcp token,
+by `kubernetes.stream.stream` in a k8s_exec job.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import importlib.machinery
 import importlib.util
 import re
 import sys
+import threading
 import types
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +45,18 @@ EAGER = {
         "kubernetes.client.api_client",
     ),
 }
+
+DEFERRED = frozenset(
+    {
+        "google.auth.transport.requests",  # by kube_config, for the gcp auth-provider only
+        # Imported by `kubernetes/__init__.py` (`from . import stream`, ...); kubernetes.core's
+        # modules use them only in k8s_exec and k8s_cp (stream), or not at all (~0.7 MB).
+        "kubernetes.stream",
+        "kubernetes.watch",
+        "kubernetes.utils",
+        "kubernetes.leaderelection",
+    }
+)
 
 _FROM = re.compile(r"from (kubernetes\.client[\w.]*) import (\w+)")
 _VERSION = re.compile(r"__version__ = (['\"])([\w.+-]+)\1")
@@ -96,15 +117,52 @@ class _LazyPackage(importlib.abc.Loader):
             importlib.import_module(name)
 
 
+class _Deferred(importlib.abc.Loader):
+    """Runs a module (with its own loader) when one of its attributes is first asked for.
+
+    Unlike `importlib.util.LazyLoader`, whose module runs on any attribute read, `__spec__`
+    included (the import system reads that on every `import` of a module already imported),
+    this one answers the module's own attributes (`__spec__`, `__name__`, ...) without running
+    it: a module-level `__getattr__` (PEP 562) is called only for a name the module lacks."""
+
+    def __init__(self, loader: importlib.abc.Loader) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        loader = self.loader
+        lock = threading.RLock()
+
+        def __getattr__(name: str) -> object:
+            with lock:
+                if module.__dict__.get("__getattr__") is __getattr__:
+                    del module.__dict__["__getattr__"]
+                    module.__loader__ = loader
+                    if module.__spec__ is not None:
+                        module.__spec__.loader = loader
+                    loader.exec_module(module)  # an error here is the import's, as it would be
+            try:
+                return module.__dict__[name]
+            except KeyError:
+                raise AttributeError(
+                    f"module {module.__name__!r} has no attribute {name!r}"
+                ) from None
+
+        module.__getattr__ = __getattr__  # type: ignore[method-assign]
+
+
 class _Finder(importlib.abc.MetaPathFinder):
-    def __init__(self, loaders: dict[str, _LazyPackage]) -> None:
+    def __init__(self, loaders: dict[str, _LazyPackage], deferred: frozenset[str]) -> None:
         self.loaders = loaders
+        self.deferred = deferred
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         loader = self.loaders.get(fullname)
-        if loader is None:
+        if loader is None and fullname not in self.deferred:
             return None
         for finder in sys.meta_path:
             if finder is self:
@@ -114,15 +172,19 @@ class _Finder(importlib.abc.MetaPathFinder):
                 find(fullname, path, target) if find is not None else None
             )
             if spec is not None:
-                spec.loader = loader
+                if loader is not None:
+                    spec.loader = loader
+                elif spec.loader is not None:
+                    spec.loader = _Deferred(spec.loader)
                 return spec
         return None
 
 
 def install() -> bool:
-    """Import `kubernetes` with the lazy packages; False (nothing done) when the installed
-    client's files are not what `parse_init` understands or `kubernetes` is imported already."""
-    if any(name in sys.modules for name in ("kubernetes", *PACKAGES)):
+    """Import `kubernetes` with the lazy packages and the `DEFERRED` modules; False (nothing
+    done) when the installed client's files are not what `parse_init` understands or
+    `kubernetes` (or a deferred module) is imported already."""
+    if any(name in sys.modules for name in ("kubernetes", *PACKAGES, *DEFERRED)):
         return False
     spec = importlib.util.find_spec("kubernetes")
     if spec is None or not spec.submodule_search_locations:
@@ -138,7 +200,7 @@ def install() -> bool:
         if parsed is None:
             return False
         loaders[package] = _LazyPackage(*parsed, EAGER.get(package, ()))
-    finder = _Finder(loaders)
+    finder = _Finder(loaders, DEFERRED)
     sys.meta_path.insert(0, finder)
     try:
         importlib.import_module("kubernetes")

@@ -70,3 +70,42 @@ def test_install_gives_every_name_and_imports_only_what_is_used() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_deferred_modules_run_when_an_attribute_is_first_asked_for() -> None:
+    probe = textwrap.dedent("""
+        import sys
+        from runner.ansible import lazykube
+        assert lazykube.install()
+        import kubernetes
+        import kubernetes.config.kube_config as kube_config
+        import google.auth.transport.requests as transport
+        assert transport.__name__ == "google.auth.transport.requests"
+        assert transport.__spec__.name == transport.__name__
+        assert "google.oauth2" not in sys.modules, "ran at import"
+        import google.auth.transport.requests  # imported again: still not run
+        assert "google.oauth2" not in sys.modules
+        assert "stream" in vars(kubernetes) and "kubernetes.stream.ws_client" not in sys.modules
+        # kube_config's own use, through its parent package
+        request = kube_config.google.auth.transport.requests.Request()
+        assert type(request).__module__ == "google.auth.transport.requests"
+        assert "google.oauth2" in sys.modules
+        assert sys.modules["google.auth.transport.requests"] is transport
+        from google.auth.transport.requests import AuthorizedSession
+        assert AuthorizedSession is transport.AuthorizedSession
+        assert "__getattr__" not in vars(transport)
+        try:
+            transport.NoSuchName
+        except AttributeError as err:
+            assert "NoSuchName" in str(err)
+        else:
+            raise AssertionError("NoSuchName")
+        from kubernetes.stream import stream  # what k8s_exec imports
+        assert callable(stream) and "kubernetes.stream.ws_client" in sys.modules
+        from kubernetes import watch
+        assert watch.Watch().__class__.__module__ == "kubernetes.watch.watch"
+        print("ok")
+        """)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
