@@ -340,6 +340,17 @@ def _die_with_parent() -> None:
         os._exit(0)
 
 
+def _trim_heap() -> None:
+    """glibc: give the free pages of the heap (what preloading parsed and dropped) back to the
+    system; otherwise every idle server would keep them resident (~0.8 MB)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def _exit_on_term(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
@@ -364,6 +375,7 @@ def serve(sockets: Mapping[str, str]) -> None:
 
     gc.collect()
     gc.freeze()  # jobs' garbage collections leave the preloaded objects (their pages) alone
+    _trim_heap()
     baseline = _comparable(import_time_env(os.environ))
     # Reap finished jobs (not SIG_IGN: their CPU time must add up in this process's rusage,
     # so that the operator's whole process tree can be accounted for).
