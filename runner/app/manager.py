@@ -233,7 +233,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     if not await production.lead():  # stopped while standing by: nothing of ours ran
         await prober.stop()
         await production.close()
-        client.close()
+        await client.close()
         return 0
     shards, membership = await _join_shards(config, watches, client, production)
     # --
@@ -320,7 +320,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         await proxy.stop()
         await upstream.close()
         executor.close()
-        client.close()
+        await client.close()
     return production.exit_code
 
 

@@ -176,7 +176,7 @@ async def reconcile_once(
         await proxy.stop()
         await upstream.close()
         executor.close()
-        client.close()
+        await client.close()
     sys.stdout.flush()
     verdict = "failed" if outcome.failed else "succeeded"
     print(

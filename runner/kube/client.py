@@ -4,22 +4,21 @@ As in lightkube, building a request (`Request`, pure, unit-tested) is separate f
 (`KubeClient`, the only code in the runner besides kopf that talks to the API server). The
 credentials come from runner/kube/credentials.py (in-cluster service account or kubeconfig, read
 without the `kubernetes` package, which is imported only for exec plugins and auth-providers);
-requests go through a urllib3 connection pool, the blocking calls in a thread so the event loop
-never waits on the network.
+requests go through a `Transport`: in the operator an aiohttp session on the event loop (kopf's
+HTTP stack: no second one, no thread per call), in tests a fake.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
-import urllib3
-import urllib3.exceptions
+from yarl import URL
 
 from runner import __version__
 from runner.kube.credentials import Credentials
@@ -180,41 +179,87 @@ def delete_lease(namespace: str, name: str) -> Request:
 # --- sending requests ---------------------------------------------------------------------
 
 
+#: (method, url, body, headers, timeout) -> (status, reason, body text); raises an OSError or
+#: the transport library's own exception when the server cannot be reached.
+Transport = Callable[
+    [str, str, str | None, Mapping[str, str], float], Awaitable[tuple[int, str, str]]
+]
+
+
+class AiohttpTransport:
+    """Sends over one aiohttp session, made on first use (in the running event loop)."""
+
+    def __init__(self, credentials: Credentials) -> None:
+        self.ssl = credentials.ssl_context() if credentials.server.startswith("https") else False
+        self.server_hostname = credentials.tls_server_name or None
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __call__(
+        self, method: str, url: str, body: str | None, headers: Mapping[str, str], timeout: float
+    ) -> tuple[int, str, str]:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self.ssl, limit=16)
+            )
+        async with self._session.request(
+            method,
+            URL(url, encoded=True),  # the path and query are encoded already
+            data=body,
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=timeout),
+            server_hostname=self.server_hostname,
+            allow_redirects=False,
+        ) as response:
+            text = await response.text(encoding="utf-8", errors="replace")
+            return response.status, response.reason or "", text
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
 class KubeClient:
     """Sends `Request`s with the operator's credentials."""
 
-    def __init__(self, credentials: Credentials, reachability: Reachability = API) -> None:
+    def __init__(
+        self,
+        credentials: Credentials,
+        reachability: Reachability = API,
+        transport: Transport | None = None,
+    ) -> None:
         self.credentials = credentials
         self.host = credentials.server.rstrip("/")
         self.reachability = reachability
         reachability.server = self.host
-        tls: dict[str, Any] = {}
-        if self.host.startswith("https"):
-            tls["ssl_context"] = credentials.ssl_context()
-            if credentials.tls_server_name:
-                tls["server_hostname"] = credentials.tls_server_name
-        self._pool = urllib3.PoolManager(maxsize=16, **tls)
+        self._aiohttp: AiohttpTransport | None = None
+        if transport is None:
+            transport = self._aiohttp = AiohttpTransport(credentials)
+        self._transport = transport
 
-    def close(self) -> None:
-        self._pool.clear()
+    async def close(self) -> None:
+        if self._aiohttp is not None:
+            await self._aiohttp.close()
 
-    def send_sync(self, request: Request, timeout: float = 30.0) -> Any:
+    async def send(self, request: Request, timeout: float = 30.0) -> Any:
         headers = {
             "Content-Type": request.content_type,
             "Accept": "application/json",
             "User-Agent": USER_AGENT,
         }
-        authorization = self.credentials.authorization()
+        if self.credentials.fallback is None:  # a token (file): read on the loop
+            authorization = self.credentials.authorization()
+        else:  # the kubernetes package's exec plugin or auth-provider may run a command
+            authorization = await asyncio.to_thread(self.credentials.authorization)
         if authorization:
             headers["Authorization"] = authorization
         url = self.host + request.url_path
         body = None if request.body is None else json.dumps(request.body)
         try:
-            response = self._pool.request(
-                request.method, url, body=body, headers=headers, timeout=timeout, retries=False
+            status, reason, text = await self._transport(
+                request.method, url, body, headers, timeout
             )
-            text = response.data.decode("utf-8", "replace")
-        except (urllib3.exceptions.HTTPError, OSError) as err:
+        except (aiohttp.ClientError, OSError) as err:
             if not is_connection_error(err):
                 raise
             self.reachability.failed(err, f"{request.method} {request.path}")
@@ -223,12 +268,9 @@ class KubeClient:
                 f"reached: {summary(err)}"
             ) from err
         self.reachability.succeeded()  # any answer: the server is up
-        if not 200 <= response.status < 300:
-            raise ApiError(response.status, response.reason or "", text)
+        if not 200 <= status < 300:
+            raise ApiError(status, reason, text)
         return json.loads(text) if text else None
-
-    async def send(self, request: Request, timeout: float = 30.0) -> Any:
-        return await asyncio.to_thread(self.send_sync, request, timeout)
 
     async def send_or_none(self, request: Request, timeout: float = 30.0) -> Any:
         """`send`, with None when the object is gone (404): the one place that means so."""

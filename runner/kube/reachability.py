@@ -5,21 +5,22 @@ requests (`KubeClient`, `AsyncUpstream`: the roles' proxy and the dependent watc
 leader elector, the Event recorder. Instead of a line (or a traceback) from each of them, the
 transport errors are reported here (`failed`), and any answer of the server (`succeeded`, even
 an error status: it is up) ends the outage. `is_connection_error` says which errors mean "the
-server cannot be reached" (the only code besides the clients that knows urllib3's and aiohttp's
-exception types); the app's log filter sends those it finds in log records here too.
+server cannot be reached" (the only code besides the clients that knows aiohttp's exception
+types, and urllib3's: the `kubernetes` package's, which exec plugins and auth-providers use);
+the app's log filter sends those it finds in log records here too.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 import aiohttp
-import urllib3.exceptions
 
 log = logging.getLogger("runner.api")
 
@@ -28,12 +29,22 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     TimeoutError,  # builtin (OSError): connect and read timeouts
     aiohttp.ClientConnectionError,  # ClientConnectorError, ServerDisconnectedError, timeouts
     aiohttp.ClientPayloadError,  # a response (a watch stream) cut off when the server went
-    urllib3.exceptions.NewConnectionError,
-    urllib3.exceptions.ConnectTimeoutError,
-    urllib3.exceptions.ReadTimeoutError,
-    urllib3.exceptions.ProtocolError,  # connection aborted / reset mid-response
-    urllib3.exceptions.MaxRetryError,
 )
+# urllib3's, looked up only once something imported it (the operator itself does not).
+_URLLIB3_ERRORS = (
+    "NewConnectionError",
+    "ConnectTimeoutError",
+    "ReadTimeoutError",
+    "ProtocolError",  # connection aborted / reset mid-response
+    "MaxRetryError",
+)
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    urllib3_exceptions = sys.modules.get("urllib3.exceptions")
+    if urllib3_exceptions is None:
+        return _CONNECTION_ERRORS
+    return _CONNECTION_ERRORS + tuple(getattr(urllib3_exceptions, n) for n in _URLLIB3_ERRORS)
 
 
 _UNREACHABLE_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ENETDOWN})
@@ -42,9 +53,10 @@ _UNREACHABLE_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EN
 def is_connection_error(err: BaseException | None) -> bool:
     """`err` (or what it was raised from) means the API server could not be reached."""
     seen: set[int] = set()
+    errors = _connection_errors()
     while err is not None and id(err) not in seen:
         seen.add(id(err))
-        if isinstance(err, _CONNECTION_ERRORS):
+        if isinstance(err, errors):
             return True
         if isinstance(err, OSError) and err.errno in _UNREACHABLE_ERRNOS:
             return True
@@ -69,7 +81,7 @@ class Reachability:
         self.server = "the API server"
         self._clock = clock
         self._log = logger
-        self._lock = threading.Lock()  # requests fail in worker threads too
+        self._lock = threading.Lock()  # runs and exec plugins fail in worker threads too
         self._down_since: float | None = None
         self._down_at = ""
         self._failures = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 import http.server
@@ -354,15 +355,19 @@ def server() -> Iterator[str]:
 
 def test_kube_client_sends_the_current_token(tmp_path: Path, server: str) -> None:
     (tmp_path / "token").write_text("one")
-    client = KubeClient(Credentials(server=server + "/", token_file=str(tmp_path / "token")))
-    try:
-        request: Request = get_lease("ns", "name")
-        assert client.send_sync(request) == {"kind": "Lease"}
-        (tmp_path / "token.new").write_text("two-two")
-        os.replace(tmp_path / "token.new", tmp_path / "token")
-        client.send_sync(request)
-    finally:
-        client.close()
+
+    async def go() -> None:
+        client = KubeClient(Credentials(server=server + "/", token_file=str(tmp_path / "token")))
+        try:
+            request: Request = get_lease("ns", "name")
+            assert await client.send(request) == {"kind": "Lease"}
+            (tmp_path / "token.new").write_text("two-two")
+            os.replace(tmp_path / "token.new", tmp_path / "token")
+            await client.send(request)
+        finally:
+            await client.close()
+
+    asyncio.run(go())
     assert [h["Authorization"] for h in Recorder.seen] == ["Bearer one", "Bearer two-two"]
     assert Recorder.seen[0]["User-Agent"].startswith("operator-runner/")
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
-import urllib3.exceptions
 
 from runner.app.leader import LeaderElector
 from runner.app.lease import (
@@ -432,14 +430,10 @@ def test_production_flag_errors_are_one_message() -> None:
 # --- a transient timeout does not end leadership ------------------------------------------
 
 
-class _Response:
-    def __init__(self, status: int, reason: str, data: bytes) -> None:
-        self.status, self.reason, self.data = status, reason, data
-
-
-class FakePool:
-    """urllib3's pool under a real KubeClient, answering from a FakeApi; the next `timeouts`
-    requests time out (urllib3's ReadTimeoutError, as a slow API server gives it)."""
+class FakeTransport:
+    """The transport under a real KubeClient, answering from a FakeApi; the next `timeouts`
+    requests time out: asyncio's TimeoutError after `hang` seconds or the request's timeout,
+    whichever is shorter, as aiohttp gives it when a slow API server overruns the timeout."""
 
     def __init__(self, api: FakeApi, host: str) -> None:
         self.api = api
@@ -447,34 +441,32 @@ class FakePool:
         self.timeouts = 0
         self.hang = 0.0  # seconds the next timed-out request takes
 
-    def request(self, method: str, url: str, body: str | None = None, **_: Any) -> _Response:
+    async def __call__(
+        self, method: str, url: str, body: str | None, headers: Any, timeout: float
+    ) -> tuple[int, str, str]:
         if self.timeouts:
             self.timeouts -= 1
-            time.sleep(self.hang)
-            raise urllib3.exceptions.ReadTimeoutError(None, url, "Read timed out.")  # type: ignore[arg-type]
+            await asyncio.sleep(min(self.hang, timeout))
+            raise TimeoutError
         request = Request(method, url.removeprefix(self.host), body=json.loads(body or "null"))
         try:
-            answer = asyncio.run(self.api.send(request))
+            answer = await self.api.send(request)
         except ApiError as err:
-            return _Response(err.status, err.reason, err.body.encode())
-        return _Response(200, "OK", json.dumps(answer).encode())
-
-    def clear(self) -> None:
-        pass
+            return err.status, err.reason, err.body
+        return 200, "OK", json.dumps(answer)
 
 
-def real_client(api: FakeApi) -> tuple[KubeClient, FakePool]:
+def real_client(api: FakeApi) -> tuple[KubeClient, FakeTransport]:
     host = "https://api.invalid"
-    client = KubeClient(Credentials(server=host, insecure=True), Reachability())
-    pool = FakePool(api, host)
-    client._pool = pool  # type: ignore[assignment]
-    return client, pool
+    transport = FakeTransport(api, host)
+    client = KubeClient(Credentials(server=host, insecure=True), Reachability(), transport)
+    return client, transport
 
 
 def test_a_renewal_that_times_out_once_is_retried_and_leadership_goes_on() -> None:
     async def go() -> None:
         api = FakeApi()
-        client, pool = real_client(api)
+        client, transport = real_client(api)
         config = ElectionConfig(
             namespace="ops",
             name="op",
@@ -487,11 +479,11 @@ def test_a_renewal_that_times_out_once_is_retried_and_leadership_goes_on() -> No
         await a.acquire()
         hold = asyncio.create_task(a.hold())
         await asyncio.sleep(0.2)
-        pool.timeouts = 1
+        transport.timeouts = 1
         renewed = api.lease()["spec"]["renewTime"]
         await asyncio.sleep(0.8)  # twice the renew deadline
         assert not hold.done(), hold.result() if hold.done() and not hold.exception() else hold
-        assert pool.timeouts == 0, "the timeout happened"
+        assert transport.timeouts == 0, "the timeout happened"
         assert api.lease()["spec"]["renewTime"] != renewed, "renewed after the timeout"
         assert a.leading
         hold.cancel()
@@ -502,7 +494,7 @@ def test_a_renewal_that_times_out_once_is_retried_and_leadership_goes_on() -> No
 def test_a_renewal_that_hangs_leaves_time_to_try_again() -> None:
     async def go() -> None:
         api = FakeApi()
-        client, pool = real_client(api)
+        client, transport = real_client(api)
         config = ElectionConfig(
             namespace="ops",
             name="op",
@@ -515,7 +507,8 @@ def test_a_renewal_that_hangs_leaves_time_to_try_again() -> None:
         await a.acquire()
         hold = asyncio.create_task(a.hold())
         await asyncio.sleep(0.1)
-        pool.timeouts, pool.hang = 1, 1.2  # longer than the deadline: given up at half of it
+        # longer than the deadline: given up at half of it
+        transport.timeouts, transport.hang = 1, 1.2
         await asyncio.sleep(1.5)
         assert not hold.done(), "one hung request did not use up the renew deadline"
         assert a.leading

@@ -148,9 +148,15 @@ def api_server() -> Iterator[int]:
 
 
 def test_the_client_reports_an_unreachable_server_as_an_oserror(state: Reachability) -> None:
-    client = KubeClient(Credentials(server=f"http://127.0.0.1:{refused_port()}"), state)
+    async def go() -> None:
+        client = KubeClient(Credentials(server=f"http://127.0.0.1:{refused_port()}"), state)
+        try:
+            await client.send(Request("GET", "/version"), timeout=2)
+        finally:
+            await client.close()
+
     with pytest.raises(ApiUnreachable) as caught:
-        client.send_sync(Request("GET", "/version"), timeout=2)
+        asyncio.run(go())
     assert isinstance(caught.value, OSError), "callers that retry OSErrors retry it"
     assert "the API server http://127.0.0.1:" in str(caught.value)
     assert not state.reachable
