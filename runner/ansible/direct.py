@@ -25,10 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.ansible import localtmp
+from runner.ansible.jobenv import CLIENT_NAME, MODULE_SOCKET_ENV
 from runner.ansible.shellcmd import shell_script
-
-MODULE_SOCKET_ENV = "OPERATOR_RUNNER_MODULE_SOCKET"
-CLIENT_NAME = "python"  # the module client next to the socket (warm.WarmPool)
 
 
 def module_command(cmd: object, client: str) -> dict[str, str] | None:

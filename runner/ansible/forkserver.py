@@ -40,11 +40,11 @@ import time
 from collections.abc import Callable, Mapping
 
 from runner.ansible import codecache, collectionutils, direct, modulehost, templatecache
+from runner.ansible.jobenv import ANSIBALLZ_CACHE_ENV
 from runner.ansible.preload import preload_for
 
 # Environment variables Ansible reads when it is imported; a job must match the server's.
 IMPORT_TIME_PREFIXES = ("ANSIBLE_",)
-ANSIBALLZ_CACHE_ENV = "OPERATOR_RUNNER_ANSIBALLZ_CACHE"
 _HEADER = struct.Struct("!I")
 
 

@@ -18,13 +18,13 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from runner.ansible import direct, forkclient, forkserver, templatecache
+from runner.ansible import forkclient, jobenv
 from runner.util import tempdirs
 
 log = logging.getLogger("runner.warm")
 
-PLAYBOOK_SOCKET_ENV = "OPERATOR_RUNNER_PLAYBOOK_SOCKET"
-MODULE_SOCKET_ENV = direct.MODULE_SOCKET_ENV
+PLAYBOOK_SOCKET_ENV = jobenv.PLAYBOOK_SOCKET_ENV
+MODULE_SOCKET_ENV = jobenv.MODULE_SOCKET_ENV
 _PER_RUN = ("ANSIBLE_CACHE_PLUGIN_CONNECTION",)
 #: The servers' sockets and clients (removed on stop, and by the next operator if this one
 #: was killed).
@@ -58,7 +58,7 @@ class WarmPool:
             [sys.executable, real_playbook],
         )
         self.python_client = forkclient.write_client(
-            self.dir / direct.CLIENT_NAME, sys.executable, MODULE_SOCKET_ENV, [sys.executable]
+            self.dir / jobenv.CLIENT_NAME, sys.executable, MODULE_SOCKET_ENV, [sys.executable]
         )
         run_env = runner_env(base_env)
         for key in _PER_RUN:
@@ -80,8 +80,8 @@ class WarmPool:
         return {
             PLAYBOOK_SOCKET_ENV: self.sockets["playbook"],
             MODULE_SOCKET_ENV: self.sockets["module"],
-            forkserver.ANSIBALLZ_CACHE_ENV: str(self.dir / "ansiballz_cache"),
-            templatecache.TEMPLATE_CACHE_ENV: str(self.dir / "templates"),
+            jobenv.ANSIBALLZ_CACHE_ENV: str(self.dir / "ansiballz_cache"),
+            jobenv.TEMPLATE_CACHE_ENV: str(self.dir / "templates"),
         }
 
     def wait_ready(self, timeout: float = 30.0) -> bool:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner.ansible.templatecache import TEMPLATE_CACHE_ENV
+from runner.ansible.jobenv import TEMPLATE_CACHE_ENV
 
 # A playbook job as the fork server runs it (forkserver._run_playbook), plus a count of Jinja's
 # parses of Ansible's templates and expressions, the first step of a compile (a line each, from
