@@ -39,7 +39,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from runner.ansible import codecache, collectionutils, direct, modulehost, templatecache
+from runner.ansible import (
+    codecache,
+    collectionutils,
+    direct,
+    immortal,
+    modulehost,
+    templatecache,
+)
 from runner.ansible.jobenv import ANSIBALLZ_CACHE_ENV
 from runner.ansible.preload import preload_for
 
@@ -374,6 +381,7 @@ def serve(sockets: Mapping[str, str]) -> None:
     import gc
 
     gc.collect()
+    immortal.immortalize(gc.get_objects())  # jobs' reference counting leaves them alone too
     gc.freeze()  # jobs' garbage collections leave the preloaded objects (their pages) alone
     _trim_heap()
     baseline = _comparable(import_time_env(os.environ))
