@@ -30,10 +30,11 @@ import importlib.machinery
 import importlib.util
 import re
 import sys
-import threading
 import types
 from collections.abc import Sequence
 from pathlib import Path
+
+from runner.ansible.deferred import Deferred, other_spec
 
 PACKAGES = ("kubernetes.client", "kubernetes.client.api", "kubernetes.client.models")
 # Imported with the package all the same: what every user of the client needs, and cheap.
@@ -117,42 +118,6 @@ class _LazyPackage(importlib.abc.Loader):
             importlib.import_module(name)
 
 
-class _Deferred(importlib.abc.Loader):
-    """Runs a module (with its own loader) when one of its attributes is first asked for.
-
-    Unlike `importlib.util.LazyLoader`, whose module runs on any attribute read, `__spec__`
-    included (the import system reads that on every `import` of a module already imported),
-    this one answers the module's own attributes (`__spec__`, `__name__`, ...) without running
-    it: a module-level `__getattr__` (PEP 562) is called only for a name the module lacks."""
-
-    def __init__(self, loader: importlib.abc.Loader) -> None:
-        self.loader = loader
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        loader = self.loader
-        lock = threading.RLock()
-
-        def __getattr__(name: str) -> object:
-            with lock:
-                if module.__dict__.get("__getattr__") is __getattr__:
-                    del module.__dict__["__getattr__"]
-                    module.__loader__ = loader
-                    if module.__spec__ is not None:
-                        module.__spec__.loader = loader
-                    loader.exec_module(module)  # an error here is the import's, as it would be
-            try:
-                return module.__dict__[name]
-            except KeyError:
-                raise AttributeError(
-                    f"module {module.__name__!r} has no attribute {name!r}"
-                ) from None
-
-        module.__getattr__ = __getattr__  # type: ignore[method-assign]
-
-
 class _Finder(importlib.abc.MetaPathFinder):
     def __init__(self, loaders: dict[str, _LazyPackage], deferred: frozenset[str]) -> None:
         self.loaders = loaders
@@ -164,20 +129,13 @@ class _Finder(importlib.abc.MetaPathFinder):
         loader = self.loaders.get(fullname)
         if loader is None and fullname not in self.deferred:
             return None
-        for finder in sys.meta_path:
-            if finder is self:
-                continue
-            find = getattr(finder, "find_spec", None)
-            spec: importlib.machinery.ModuleSpec | None = (
-                find(fullname, path, target) if find is not None else None
-            )
-            if spec is not None:
-                if loader is not None:
-                    spec.loader = loader
-                elif spec.loader is not None:
-                    spec.loader = _Deferred(spec.loader)
-                return spec
-        return None
+        spec = other_spec(self, fullname, path, target)
+        if spec is not None:
+            if loader is not None:
+                spec.loader = loader
+            elif spec.loader is not None:
+                spec.loader = Deferred(spec.loader)
+        return spec
 
 
 def install() -> bool:
