@@ -1,17 +1,21 @@
 """Modules made at import and run when first used, for the fork server.
 
 `Deferred` is a loader that makes a module in full (in `sys.modules`, on its parent package)
-but runs its code only when an attribute it lacks is first asked for.
+but runs its code only when an attribute it lacks is first asked for. `deferring` uses it for
+the modules it names while a block of imports runs: for what the server's imports bring in
+with a plain `import X` and its jobs hardly ever use (lazykube.py does the same for
+`kubernetes`). A `from X import name` runs X at once, as it needs the name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import sys
 import threading
 import types
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 
 class Deferred(importlib.abc.Loader):
@@ -67,3 +71,29 @@ def other_spec(
         if spec is not None:
             return spec
     return None
+
+
+class _DeferringFinder(importlib.abc.MetaPathFinder):
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self.names:
+            return None
+        spec = other_spec(self, fullname, path, target)
+        if spec is not None and spec.loader is not None:
+            spec.loader = Deferred(spec.loader)
+        return spec
+
+
+@contextlib.contextmanager
+def deferring(names: Iterable[str]) -> Iterator[None]:
+    """While the block runs, a first import of one of `names` makes it `Deferred`."""
+    finder = _DeferringFinder(frozenset(names))
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 from runner.ansible import collectionutils, jinjamisses
 from runner.ansible.codecache import collection_roots, install_code_cache, precompile_collections
+from runner.ansible.deferred import deferring
 
 PRELOAD = {
     "playbook": (
@@ -50,7 +52,25 @@ PRELOAD = {
 }
 
 
+# Imported by the playbook kind's modules with a plain `import`, used by hardly any run: made
+# at import, run by the first job that uses them (deferred.py). curses: ansible's Display, for
+# prompts only (~0.4 MB with libtinfo); tomllib: the toml inventory plugin, for a .toml
+# inventory only. Each with the module that must be there for it to import (curses needs its
+# C extension, which a Python may lack: then it is imported, and fails, as usual).
+DEFERRED = {"playbook": {"curses": "_curses", "tomllib": "tomllib"}}
+
+
 def preload_for(kind: str) -> None:
+    deferred = [
+        name
+        for name, needs in DEFERRED.get(kind, {}).items()
+        if name not in sys.modules and importlib.util.find_spec(needs) is not None
+    ]
+    with deferring(deferred):
+        _preload(kind)
+
+
+def _preload(kind: str) -> None:
     import importlib
 
     if kind == "module":

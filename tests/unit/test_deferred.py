@@ -1,0 +1,60 @@
+"""runner/ansible/deferred.py: modules made at import, run when first used."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+
+def _run(probe: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(probe)], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_a_module_named_runs_when_first_used_and_others_as_usual() -> None:
+    out = _run("""
+        import sys
+        import json
+        from runner.ansible.deferred import deferring
+        finders = list(sys.meta_path)
+        with deferring(["tomllib", "json"]):
+            import tomllib          # deferred: made, not run
+            import tomllib          # imported again: still not run
+            import colorsys         # not named: run as usual
+            import json             # imported before: left as it is
+        assert sys.meta_path == finders
+        assert "tomllib._parser" not in sys.modules and "loads" not in vars(tomllib)
+        assert tomllib.__spec__.name == "tomllib" and "hsv_to_rgb" in vars(colorsys)
+        assert "dumps" in vars(json)
+        assert tomllib.loads("a = 1") == {"a": 1}  # the first use runs it
+        assert "tomllib._parser" in sys.modules and "__getattr__" not in vars(tomllib)
+        from tomllib import TOMLDecodeError
+        assert issubclass(TOMLDecodeError, ValueError)
+        try:
+            tomllib.no_such_name
+        except AttributeError as err:
+            assert "no_such_name" in str(err)
+        else:
+            raise AssertionError("no_such_name")
+        print("ok")
+        """)
+    assert out == "ok"
+
+
+def test_the_playbook_kinds_preloading_defers_curses() -> None:
+    out = _run("""
+        import importlib.util, sys
+        from runner.ansible import preload
+        preload.preload_for("playbook")
+        from ansible.utils import display
+        if importlib.util.find_spec("_curses") is not None:
+            assert "_curses" not in sys.modules, "curses ran while preloading"
+            assert display.HAS_CURSES, "Display still sees curses"
+            assert callable(display.curses.setupterm) and "_curses" in sys.modules
+        print("ok")
+        """)
+    assert out == "ok"
