@@ -34,7 +34,7 @@ import types
 from collections.abc import Sequence
 from pathlib import Path
 
-from runner.ansible.deferred import Deferred, other_spec
+from runner.ansible.deferred import deferring, other_spec
 
 PACKAGES = ("kubernetes.client", "kubernetes.client.api", "kubernetes.client.models")
 # Imported with the package all the same: what every user of the client needs, and cheap.
@@ -119,22 +119,18 @@ class _LazyPackage(importlib.abc.Loader):
 
 
 class _Finder(importlib.abc.MetaPathFinder):
-    def __init__(self, loaders: dict[str, _LazyPackage], deferred: frozenset[str]) -> None:
+    def __init__(self, loaders: dict[str, _LazyPackage]) -> None:
         self.loaders = loaders
-        self.deferred = deferred
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         loader = self.loaders.get(fullname)
-        if loader is None and fullname not in self.deferred:
+        if loader is None:
             return None
         spec = other_spec(self, fullname, path, target)
         if spec is not None:
-            if loader is not None:
-                spec.loader = loader
-            elif spec.loader is not None:
-                spec.loader = Deferred(spec.loader)
+            spec.loader = loader
         return spec
 
 
@@ -158,10 +154,11 @@ def install() -> bool:
         if parsed is None:
             return False
         loaders[package] = _LazyPackage(*parsed, EAGER.get(package, ()))
-    finder = _Finder(loaders, DEFERRED)
+    finder = _Finder(loaders)
     sys.meta_path.insert(0, finder)
     try:
-        importlib.import_module("kubernetes")
+        with deferring(DEFERRED):
+            importlib.import_module("kubernetes")
     finally:
         sys.meta_path.remove(finder)
     return True
