@@ -302,10 +302,7 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
 
         traceback.print_exception(err)
     finally:
-        atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
+        _end_as_a_program()
         with contextlib.suppress(OSError):
             _send(conn, "exit", code)
         os._exit(code)
@@ -363,12 +360,18 @@ def _exit_on_term(signum: int, frame: object) -> None:
     the interpreter's finalization, as a job does: the server's objects are immortal, so
     finalization would only walk ~1000 modules it never frees."""
     try:
-        atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
+        _end_as_a_program()
     finally:
         os._exit(0)
+
+
+def _end_as_a_program() -> None:
+    """What a program's end does before `os._exit` skips the rest: the exit handlers, then
+    the standard streams flushed."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
 
 
 def serve(sockets: Mapping[str, str]) -> None:
