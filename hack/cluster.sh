@@ -18,6 +18,13 @@
 # ordinary Pods land on the real node, and kwok-controller manages only the Nodes annotated
 # kwok.x-k8s.io/node=fake (its own). One real node per machine. `down` removes the real node of
 # NAME (whatever NODE says) and restores the host.
+#
+# Ports: kwokctl's binary runtime picks each component's port as the first one below 32768 that
+# nothing listens on at that moment, and records no host ports that another kwokctl could see.
+# Two clusters started at once (parallel tests) can so pick the same port for components that have
+# not bound it yet, and one of them fails (its kwok Nodes never turn Ready). Every start here holds
+# the lock $KWOK_WORKDIR/ports.lock until its components listen; anything that stops a cluster and
+# starts it again (tests/integration/test_resilience.py) holds it in between.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,9 +53,20 @@ answers() { # answers KUBECTL: the API server of $name is up and ready
 wait_nodes_ready() {
   local kubectl=$1 deadline=$((SECONDS + 90))
   until [ "$("$kubectl" --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | awk '$2 == "Ready" && $1 != "real-node"' | wc -l)" -ge "$NODES" ]; do
-    [ $SECONDS -lt $deadline ] || die "the $NODES kwok Nodes of cluster '$name' did not turn Ready within 90 s; logs: $cluster_dir/logs/"
+    if [ $SECONDS -ge $deadline ]; then
+      tail -n 20 "$cluster_dir/logs/kwok-controller.log" >&2 2>/dev/null || true
+      die "the $NODES kwok Nodes of cluster '$name' did not turn Ready within 90 s (kwok-controller's log ends above); logs: $cluster_dir/logs/"
+    fi
     sleep 0.5
   done
+}
+
+ports_lock() { # until this shell exits: no other cluster.sh starts a cluster (see Ports above)
+  exec 9>"$KWOK_WORKDIR/ports.lock"
+  if ! flock -n 9; then
+    echo "waiting for another cluster's start-up to finish (clusters pick their ports one at a time) ..." >&2
+    flock -w 300 9 || die "another cluster's start-up held $KWOK_WORKDIR/ports.lock for 5 min; is a 'hack/cluster.sh up' stuck?"
+  fi
 }
 
 # The kwokctl options of a cluster with a real node (the recipe's fixes 5 and 6): kwok-controller
@@ -83,9 +101,10 @@ up() {
     fi
     echo "cluster '$name' is already up (reused)" >&2
   else
+    ports_lock
     if [ -d "$cluster_dir" ]; then
       echo "cluster '$name' exists but does not answer; starting it again ..." >&2
-      if ! kwokctl --name "$name" start cluster >"$cache_log" 2>&1 || ! answers "$bin/kubectl"; then
+      if ! kwokctl --name "$name" start cluster >"$cache_log" 2>&1 9>&- || ! answers "$bin/kubectl"; then
         kwokctl --name "$name" delete cluster >/dev/null 2>&1 || rm -rf "$cluster_dir"
       fi
     fi
@@ -101,7 +120,7 @@ up() {
           --kube-scheduler-binary "$bin/kube-scheduler" \
           --kwok-controller-binary "$bin/kwok" \
           "${extra[@]}" \
-          --wait 120s >"$cache_log" 2>&1; then
+          --wait 120s >"$cache_log" 2>&1 9>&-; then # (its daemons must not hold the lock)
         tail -n 15 "$cache_log" >&2
         if grep -qiE 'address already in use|bind:' "$cache_log" "$cluster_dir"/logs/*.log 2>/dev/null; then
           die "a port the control plane needs is busy. Free it (see 'ss -ltnp') or remove an old cluster with 'make cluster-down', then run 'make cluster' again. Log: $cache_log, component logs: $cluster_dir/logs/"
@@ -116,6 +135,7 @@ up() {
     kwokctl --name "$name" scale node --replicas "$NODES" >>"$cache_log" 2>&1 || die "adding $NODES kwok Nodes failed; log: $cache_log"
   fi
   wait_nodes_ready "$bin/kubectl"
+  exec 9>&- # Ready kwok Nodes: every component listens on its port; others may start now
   if [ "$NODE" = real ]; then
     # Ordinary Pods (the seeds' unchanged) must land on the real node: the fake Nodes get a taint.
     local fake

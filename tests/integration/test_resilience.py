@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +226,23 @@ def test_a_wrongly_typed_key_in_watches_yaml_stops_start_up_with_one_message(
     assert "entry 1" in line and "must be" in line, line
 
 
+@contextmanager
+def _ports_held(kwok_workdir: str) -> Iterator[None]:
+    """hack/cluster.sh's ports lock: while a cluster is stopped, no other cluster starts and takes
+    the ports it will bind again (kwokctl picks any port that nothing listens on)."""
+    with open(Path(kwok_workdir) / "ports.lock", "w") as lock:
+
+        def taken() -> bool:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            return True
+
+        wait_for(taken, timeout=300, what="another cluster's start-up to release the ports lock")
+        yield
+
+
 def test_api_server_outage_is_survived_and_logged_once(tmp_path: Path) -> None:
     """On a cluster of its own: stop the control plane under the operator, start it again.
     The operator carries on, and its log says so once: one warning that the API server is
@@ -266,18 +285,19 @@ def test_api_server_outage_is_survived_and_logged_once(tmp_path: Path) -> None:
                     timeout=90,
                     what="the first reconcile",
                 )
-            subprocess.run(["kwokctl", "--name", name, "stop", "cluster"], check=True, env=env)
-            wait_for(
-                lambda: own.kubectl("get", "--raw", "/readyz", check=False) == "",
-                timeout=30,
-                what="the API server to be down",
-            )
-            subprocess.run(["kwokctl", "--name", name, "start", "cluster"], check=True, env=env)
-            wait_for(
-                lambda: own.kubectl("get", "--raw", "/readyz", check=False) == "ok",
-                timeout=60,
-                what="the API server to be back",
-            )
+            with _ports_held(env["KWOK_WORKDIR"]):
+                subprocess.run(["kwokctl", "--name", name, "stop", "cluster"], check=True, env=env)
+                wait_for(
+                    lambda: own.kubectl("get", "--raw", "/readyz", check=False) == "",
+                    timeout=30,
+                    what="the API server to be down",
+                )
+                subprocess.run(["kwokctl", "--name", name, "start", "cluster"], check=True, env=env)
+                wait_for(
+                    lambda: own.kubectl("get", "--raw", "/readyz", check=False) == "ok",
+                    timeout=60,
+                    what="the API server to be back",
+                )
             with own.api_client() as api:
                 client.CustomObjectsApi(api).patch_namespaced_custom_object(
                     GROUP, "v1", "default", "slows", "survivor", {"spec": {"seconds": 1}}
