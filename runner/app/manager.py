@@ -21,6 +21,7 @@ from runner.ansible.executor import Executor
 from runner.ansible.interface import LogEvents
 from runner.app import outage
 from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
+from runner.app.crddiscovery import serve_crds_despite_discovery_lag
 from runner.app.kopf_import import kopf
 from runner.app.namespaces import skip_refused_namespace_scan
 from runner.app.production import Production, ProductionConfig
@@ -291,6 +292,7 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     namespaces = config.namespaces
     log.info("namespaces: %s", ", ".join(namespaces) if namespaces else "all")
     await skip_refused_namespace_scan(client, namespaces)
+    serve_crds_despite_discovery_lag()
     try:
         # kopf.operator, in its two halves: kopf.spawn_tasks installs kopf's signal handlers,
         # which set kopf's own stop and only then, once kopf's shutdown is over, would ours

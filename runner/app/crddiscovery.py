@@ -1,0 +1,104 @@
+"""A CRD installed while the operator runs is served, even when discovery lags behind its events.
+
+kopf watches CustomResourceDefinitions and, on each event of one, scans the API server's discovery
+for that group; what the scan finds is what it watches. The last event of a new CRD is the one
+that sets `Established`, and the API server lists the resource in discovery only once its own
+discovery controller has caught up with that same change. The two race: on the local cluster, 7
+of 20 Established events arrived before `/apis/GROUP/VERSION` listed the resource. When kopf's
+scan loses that race, no later event comes, and CRs of the new kind wait for the next change of
+their CRD or a restart (it failed a CI run this way).
+
+So after kopf has processed the event of an established CRD that one of our watches selects, and
+its scan did not find the resource, the scan is repeated with a short backoff until discovery
+lists it; after `RETRY_DELAYS`, one warning says what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from runner.app.kopf_import import kopf_observation
+
+log = logging.getLogger("runner.manager")
+
+RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+Processor = Callable[..., Awaitable[None]]
+
+
+def established(crd: Mapping[str, Any]) -> bool:
+    """The CRD serves requests: its `Established` condition is True and it is not being deleted."""
+    if crd.get("metadata", {}).get("deletionTimestamp"):
+        return False
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def selected(crd: Mapping[str, Any], selectors: Iterable[Any]) -> list[Any]:
+    """The selectors (kopf's, with group, version and kind) that name a served version of `crd`."""
+    spec = crd.get("spec") or {}
+    served = {v.get("name") for v in spec.get("versions") or [] if v.get("served")}
+    kind = (spec.get("names") or {}).get("kind")
+    return [
+        s
+        for s in selectors
+        if s.group == spec.get("group")
+        and (s.kind is None or s.kind == kind)
+        and (s.version is None or s.version in served)
+    ]
+
+
+def missing(selectors: Iterable[Any], resources: Iterable[Any]) -> list[Any]:
+    """The selectors that no discovered resource matches yet."""
+    found = list(resources)
+    return [s for s in selectors if not any(s.check(r) for r in found)]
+
+
+def _watched_selectors(registry: Any) -> Iterable[Any]:
+    selectors: Iterable[Any] = registry._watching.get_all_selectors()  # as revise_resources
+    return selectors
+
+
+def retrying(process: Processor, delays: tuple[float, ...] = RETRY_DELAYS) -> Processor:
+    """kopf's CRD event processor, repeated while discovery lags behind an established CRD."""
+
+    @functools.wraps(process)
+    async def processor(*, raw_event: Mapping[str, Any], **kwargs: Any) -> None:
+        await process(raw_event=raw_event, **kwargs)
+        crd = raw_event.get("object") or {}
+        if raw_event.get("type") in (None, "DELETED") or not established(crd):
+            return
+        wanted = selected(crd, _watched_selectors(kwargs["registry"]))
+        insights = kwargs["insights"]
+        for delay in delays:
+            if not missing(wanted, insights.watched_resources):
+                return
+            log.debug(
+                "CRD %s is established but not yet in discovery; scanning again in %.2f s",
+                crd["metadata"]["name"],
+                delay,
+            )
+            await asyncio.sleep(delay)
+            await process(raw_event=raw_event, **kwargs)
+        if lost := missing(wanted, insights.watched_resources):
+            log.warning(
+                "CRD %s is established, but the API server's discovery still does not list %s "
+                "after %.0f s; its CRs are served from the next change of the CRD or a restart",
+                crd["metadata"]["name"],
+                ", ".join(f"{s.kind}.{s.version}" for s in lost),
+                sum(delays),
+            )
+
+    return processor
+
+
+def serve_crds_despite_discovery_lag() -> None:
+    """Before kopf starts: its CRD event processor retries while discovery lags (idempotent)."""
+    observation = kopf_observation  # the module whose resource observer kopf's reactor calls
+    current = observation.process_discovered_resource_event
+    if not getattr(current, "__wrapped__", None):
+        observation.process_discovered_resource_event = retrying(current)  # type: ignore[assignment]

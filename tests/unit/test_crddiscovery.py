@@ -1,0 +1,151 @@
+"""A CRD whose Established event comes before discovery lists it: kopf's scan is repeated until
+discovery does. kopf's own Selector and Resource; a plain fake for kopf's processor, whose scan
+finds the resource only from its n-th call."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from kopf._cogs.structs.references import Resource, Selector
+
+from runner.app import crddiscovery
+from runner.app.kopf_import import kopf_observation
+
+GROUP = "late.example.dev"
+THING = Resource(GROUP, "v1", "things", kind="Thing", namespaced=True, preferred=True)
+DELAYS = (0.0, 0.0, 0.0, 0.0)
+
+
+def crd_event(
+    event_type: str | None = "MODIFIED",
+    *,
+    group: str = GROUP,
+    established: bool = True,
+    deleting: bool = False,
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": f"things.{group}"}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-12-03T00:00:00Z"
+    status = "True" if established else "False"
+    return {
+        "type": event_type,
+        "object": {
+            "metadata": metadata,
+            "spec": {
+                "group": group,
+                "names": {"kind": "Thing", "plural": "things"},
+                "versions": [{"name": "v1", "served": True}, {"name": "v0", "served": False}],
+            },
+            "status": {"conditions": [{"type": "Established", "status": status}]},
+        },
+    }
+
+
+class Watching:
+    def __init__(self, selectors: list[Selector]) -> None:
+        self.selectors = selectors
+
+    def get_all_selectors(self) -> set[Selector]:
+        return set(self.selectors)
+
+
+class Registry:
+    def __init__(self, *selectors: Selector) -> None:
+        self._watching = Watching(list(selectors))
+
+
+class Insights:
+    def __init__(self) -> None:
+        self.watched_resources: set[Resource] = set()
+
+
+class LaggingScan:
+    """kopf's processor: each call is one scan; discovery lists it from call `found_at` on."""
+
+    def __init__(self, found_at: int | None) -> None:
+        self.found_at = found_at
+        self.calls = 0
+
+    async def __call__(self, *, raw_event: Any, insights: Insights, **_: Any) -> None:
+        self.calls += 1
+        if self.found_at is not None and self.calls >= self.found_at:
+            insights.watched_resources.add(THING)
+
+
+def process(scan: LaggingScan, event: dict[str, Any], *selectors: Selector) -> Insights:
+    insights = Insights()
+    processor = crddiscovery.retrying(scan, DELAYS)
+    asyncio.run(
+        processor(
+            raw_event=event,
+            settings=None,
+            registry=Registry(*selectors),
+            insights=insights,
+            stream_pressure=None,
+        )
+    )
+    return insights
+
+
+WATCHED = Selector(group=GROUP, version="v1", kind="Thing")
+
+
+def test_a_lagging_discovery_is_scanned_again_until_it_lists_the_resource() -> None:
+    scan = LaggingScan(found_at=3)
+    insights = process(scan, crd_event(), WATCHED)
+    assert scan.calls == 3
+    assert insights.watched_resources == {THING}
+
+
+def test_a_scan_that_finds_it_at_once_is_not_repeated() -> None:
+    scan = LaggingScan(found_at=1)
+    process(scan, crd_event(), WATCHED)
+    assert scan.calls == 1
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        crd_event(None),  # kopf's initial listing
+        crd_event("ADDED", established=False),  # names not accepted yet: no discovery expected
+        crd_event("DELETED"),
+        crd_event(deleting=True),
+        crd_event(group="other.example.dev"),  # a CRD none of our watches names
+    ],
+    ids=["listing", "not-established", "deleted", "deleting", "not-ours"],
+)
+def test_events_that_need_no_resource_are_processed_once(event: dict[str, Any]) -> None:
+    scan = LaggingScan(found_at=None)
+    process(scan, event, WATCHED)
+    assert scan.calls == 1
+
+
+def test_a_watch_of_a_version_the_crd_does_not_serve_is_not_waited_for() -> None:
+    scan = LaggingScan(found_at=None)
+    process(scan, crd_event(), Selector(group=GROUP, version="v0", kind="Thing"))
+    assert scan.calls == 1
+
+
+def test_discovery_that_never_lists_it_gives_one_warning_after_the_retries(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    scan = LaggingScan(found_at=None)
+    with caplog.at_level(logging.WARNING, logger="runner.manager"):
+        process(scan, crd_event(), WATCHED)
+    assert scan.calls == 1 + len(DELAYS)
+    (record,) = caplog.records
+    assert "things.late.example.dev" in record.getMessage()
+    assert "Thing.v1" in record.getMessage()
+
+
+def test_installing_wraps_kopfs_processor_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = kopf_observation.process_discovered_resource_event
+    monkeypatch.setattr(kopf_observation, "process_discovered_resource_event", original)
+    crddiscovery.serve_crds_despite_discovery_lag()
+    crddiscovery.serve_crds_despite_discovery_lag()
+    wrapped = kopf_observation.process_discovered_resource_event
+    assert wrapped is not original
+    assert wrapped.__wrapped__ is original  # type: ignore[attr-defined]
