@@ -191,7 +191,6 @@ class AiohttpTransport:
 
     def __init__(self, credentials: Credentials) -> None:
         self.ssl = credentials.ssl_context() if credentials.server.startswith("https") else False
-        self.server_hostname = credentials.tls_server_name or None
         self._session: aiohttp.ClientSession | None = None
 
     async def __call__(
@@ -207,7 +206,6 @@ class AiohttpTransport:
             data=body,
             headers=headers,
             timeout=aiohttp.ClientTimeout(total=timeout),
-            server_hostname=self.server_hostname,
             allow_redirects=False,
         ) as response:
             text = await response.text(encoding="utf-8", errors="replace")
