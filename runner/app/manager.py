@@ -23,6 +23,7 @@ from runner.app import outage
 from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
 from runner.app.crddiscovery import serve_crds_despite_discovery_lag
 from runner.app.kopf_import import kopf
+from runner.app.login import connection_info
 from runner.app.namespaces import skip_refused_namespace_scan
 from runner.app.production import Production, ProductionConfig
 from runner.app.sharding import Membership, relabeller, sharding_config
@@ -181,26 +182,6 @@ class NotKopfsTasks(Collection["asyncio.Task[Any]"]):
 
 
 _KOPF_DIR = os.path.dirname(kopf.__file__) + os.sep
-
-
-def connection_info(credentials: creds.Credentials, trust_env: bool = False) -> kopf.ConnectionInfo:
-    """kopf's login: our credentials, with the token as it is now."""
-    header = credentials.authorization()
-    scheme, _, token = header.partition(" ") if header else ("", "", "")
-    basic = scheme == "Basic"  # kopf builds that header itself from username and password
-    return kopf.ConnectionInfo(
-        server=credentials.server,
-        ca_path=credentials.ca_file,
-        insecure=credentials.insecure,
-        username=credentials.username if basic else None,
-        password=credentials.password if basic else None,
-        scheme=None if basic else scheme or None,
-        token=None if basic else token or None,
-        certificate_path=credentials.cert_file,
-        private_key_path=credentials.key_file,
-        default_namespace=credentials.namespace,
-        trust_env=trust_env,
-    )
 
 
 async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:

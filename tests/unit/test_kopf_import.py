@@ -94,7 +94,7 @@ def test_the_operator_process_does_not_import_kubernetes(tmp_path: Path) -> None
             importlib.import_module(name)
         from runner.kube import credentials
         from runner.kube import client as kube
-        from runner.app import manager
+        from runner.app import login, manager
         from runner.app.kopf_import import kopf
 
         async def main():
@@ -102,7 +102,7 @@ def test_the_operator_process_does_not_import_kubernetes(tmp_path: Path) -> None
             client = kube.KubeClient(creds)
             upstream = kube.AsyncUpstream(creds)
             registry = kopf.OperatorRegistry()
-            info = manager.connection_info(creds)
+            info = login.connection_info(creds)
             assert info.token == "abc" and info.default_namespace == "ns", info
             manager._settings(manager.OperatorConfig(watches_file=Path("watches.yaml")))
             _ = upstream.session
