@@ -2,8 +2,26 @@
 
 from __future__ import annotations
 
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
 from runner.app.kopf_import import kopf
 from runner.kube import credentials as creds
+
+
+@dataclass(frozen=True, kw_only=True)
+class OurConnectionInfo(kopf.ConnectionInfo):
+    """kopf's ConnectionInfo whose sessions use the SSL context of our credentials.
+
+    kopf builds its own context from the CA, client certificate and `insecure`, and knows no
+    `tls-server-name`; ours does (`Credentials.ssl_context`). So kopf's watches and our clients
+    make their TLS connections one way."""
+
+    ssl_context: Callable[[], ssl.SSLContext] = field(compare=False, repr=False)
+
+    def as_ssl_context(self) -> ssl.SSLContext:
+        return self.ssl_context()
 
 
 def connection_info(credentials: creds.Credentials, trust_env: bool = False) -> kopf.ConnectionInfo:
@@ -11,7 +29,7 @@ def connection_info(credentials: creds.Credentials, trust_env: bool = False) -> 
     header = credentials.authorization()
     scheme, _, token = header.partition(" ") if header else ("", "", "")
     basic = scheme == "Basic"  # kopf builds that header itself from username and password
-    return kopf.ConnectionInfo(
+    return OurConnectionInfo(
         server=credentials.server,
         ca_path=credentials.ca_file,
         insecure=credentials.insecure,
@@ -23,4 +41,5 @@ def connection_info(credentials: creds.Credentials, trust_env: bool = False) -> 
         private_key_path=credentials.key_file,
         default_namespace=credentials.namespace,
         trust_env=trust_env,
+        ssl_context=credentials.ssl_context,
     )

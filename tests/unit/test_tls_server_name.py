@@ -1,7 +1,7 @@
 """A kubeconfig's `tls-server-name`: the certificate is checked against that name, not the host
 dialled, by every client of the operator. A real TLS server on 127.0.0.1 whose certificate names
-only `api.example`; the operator's client and the aiohttp session of the roles' proxy and the
-dependent watches."""
+only `api.example`; the operator's client, the aiohttp session of the roles' proxy and the
+dependent watches, and kopf's session (its watches), as our login gives it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from runner.app.kopf_import import kopf
+from runner.app.login import connection_info
 from runner.kube.client import AsyncUpstream, KubeClient, get_lease
 from runner.kube.credentials import Credentials, ServerNamedContext
 
@@ -139,7 +141,22 @@ async def _both(credentials: Credentials) -> list[Any]:
         got.append(err)
     finally:
         await upstream.close()
+    got.append(await _kopf_reads(connection_info(credentials)))
     return got
+
+
+async def _kopf_reads(info: kopf.ConnectionInfo) -> Any:
+    """What kopf's own session (the one its watches use) gets."""
+    from kopf._cogs.clients.auth import APIContext
+
+    context = APIContext(info)
+    try:
+        async with context.session.get(info.server + "/apis") as response:
+            return await response.json()
+    except aiohttp.ClientError as err:
+        return err
+    finally:
+        await context.session.close()
 
 
 def test_every_client_checks_the_certificate_against_tls_server_name(
@@ -147,7 +164,14 @@ def test_every_client_checks_the_certificate_against_tls_server_name(
 ) -> None:
     server, ca = tls_server
     named = Credentials(server=server, ca_file=str(ca), tls_server_name=NAME)
-    assert asyncio.run(_both(named)) == [{"kind": "Lease"}, {"kind": "Lease"}]
+    assert asyncio.run(_both(named)) == [{"kind": "Lease"}] * 3
+
+
+def test_kopf_alone_does_not_know_tls_server_name(tls_server: tuple[str, Path]) -> None:
+    """Why our login hands kopf our SSL context: its own ConnectionInfo is refused."""
+    server, ca = tls_server
+    got = asyncio.run(_kopf_reads(kopf.ConnectionInfo(server=server, ca_path=str(ca))))
+    assert "certificate" in str(got).lower(), got
 
 
 def test_without_it_the_same_certificate_is_refused_for_the_address(
@@ -155,7 +179,7 @@ def test_without_it_the_same_certificate_is_refused_for_the_address(
 ) -> None:
     server, ca = tls_server
     got = asyncio.run(_both(Credentials(server=server, ca_file=str(ca))))
-    assert len(got) == 2
+    assert len(got) == 3
     assert all("certificate" in str(err).lower() for err in got), got
 
 
