@@ -107,7 +107,7 @@ def test_the_operator_process_does_not_import_kubernetes(tmp_path: Path) -> None
             manager._settings(manager.OperatorConfig(watches_file=Path("watches.yaml")))
             _ = upstream.session
             await upstream.close()
-            client.close()
+            await client.close()
 
         asyncio.run(main())
         rss = int(open("/proc/self/statm").read().split()[1]) * 4 / 1024
