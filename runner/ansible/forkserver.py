@@ -45,6 +45,7 @@ from runner.ansible import (
     direct,
     immortal,
     modulehost,
+    serverprocess,
     templatecache,
 )
 from runner.ansible.jobenv import ANSIBALLZ_CACHE_ENV
@@ -272,7 +273,7 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
         os.dup2(fd, target)
     for fd in fds:
         os.close(fd)
-    _take_terminal()
+    serverprocess.take_terminal()
     env = job["env"]
     assert isinstance(env, dict)
     os.environ.clear()
@@ -302,76 +303,10 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
 
         traceback.print_exception(err)
     finally:
-        _end_as_a_program()
+        serverprocess.end_as_a_program()
         with contextlib.suppress(OSError):
             _send(conn, "exit", code)
         os._exit(code)
-
-
-def _take_terminal() -> None:
-    """Make the client's terminal (a run's pty: the client let go of it) the job's controlling
-    terminal, with the job in the foreground, as the plain path's ansible-playbook has it:
-    Ansible's prompts and `ansible.builtin.pause` need that (tcgetpgrp, raw mode)."""
-    if not os.isatty(0):
-        return
-    import fcntl
-    import termios
-
-    with contextlib.suppress(OSError):
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
-def _reap(signum: int, frame: object) -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def _die_with_parent() -> None:
-    """Linux: SIGTERM this server when the operator that started it dies, even by SIGKILL."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the operator's stop() is the only way
-        return
-    if os.getppid() == 1:  # the parent died before prctl took effect
-        os._exit(0)
-
-
-def _trim_heap() -> None:
-    """glibc: give the free pages of the heap (what preloading parsed and dropped) back to the
-    system; otherwise every idle server would keep them resident (~0.8 MB)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
-def _exit_on_term(signum: int, frame: object) -> None:
-    """Run the exit handlers (Ansible's local temp folder of this process), then end without
-    the interpreter's finalization, as a job does: the server's objects are immortal, so
-    finalization would only walk ~1000 modules it never frees."""
-    try:
-        _end_as_a_program()
-    finally:
-        os._exit(0)
-
-
-def _end_as_a_program() -> None:
-    """What a program's end does before `os._exit` skips the rest: the exit handlers, then
-    the standard streams flushed."""
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
 
 
 def serve(sockets: Mapping[str, str]) -> None:
@@ -379,10 +314,10 @@ def serve(sockets: Mapping[str, str]) -> None:
     child per job; runs until killed. One process for both kinds holds their common imports
     once (the module kind first: its jobs are told apart from the controller in
     `_as_module_host`)."""
-    _die_with_parent()
+    serverprocess.die_with_parent()
     # Stopped by SIGTERM (by the executor, or at the operator's death): the server's exit
     # handlers run (Ansible's local temp folder of this process), as a program's would.
-    signal.signal(signal.SIGTERM, _exit_on_term)
+    signal.signal(signal.SIGTERM, serverprocess.exit_on_term)
     _SERVER_ENV.update(os.environ)
     kinds = sorted(sockets, key=lambda kind: kind != "module")
     for kind in kinds:
@@ -395,11 +330,11 @@ def serve(sockets: Mapping[str, str]) -> None:
     gc.collect()
     immortal.immortalize(gc.get_objects())  # jobs' reference counting leaves them alone too
     gc.freeze()  # jobs' garbage collections leave the preloaded objects (their pages) alone
-    _trim_heap()
+    serverprocess.trim_heap()
     baseline = _comparable(import_time_env(os.environ))
     # Reap finished jobs (not SIG_IGN: their CPU time must add up in this process's rusage,
     # so that the operator's whole process tree can be accounted for).
-    signal.signal(signal.SIGCHLD, _reap)
+    signal.signal(signal.SIGCHLD, serverprocess.reap)
     listeners = {_listen(path): kind for kind, path in sockets.items()}
     while True:
         ready, _, _ = select.select(list(listeners), [], [])
