@@ -311,6 +311,11 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("OPERATOR_RUNNER_KUBECONFIG") or os.environ.get("KUBECONFIG"),
     )
     p.add_argument("--peer", choices=["auto", "binary", "standin", "none"], default="auto")
+    p.add_argument(
+        "--only",
+        choices=["ours", "peer"],
+        help="run the scenarios for this operator alone (e.g. the peer's long scale run apart)",
+    )
     p.add_argument("--scenarios", default="latency,burst,scale")
     p.add_argument(
         "--size", type=int, default=1, help="spec.size of the latency and burst CRs (default 1)"
@@ -362,6 +367,10 @@ def main(argv: list[str] | None = None) -> int:
     ours = ours_spec(work / "ours", watches, a.ours_arg)
     peer = peer_spec(a.peer, work / "peer", watches)
     ops = [ours] + ([peer] if peer else [])
+    if a.only:
+        ops = [spec for spec in ops if spec.key == a.only]
+        if not ops:
+            raise SystemExit(f"bench: --only {a.only}, but there is no {a.only} (--peer none?)")
 
     def session_spec(key: str, sess_work: Path) -> OperatorSpec:
         """A spec of its own per session: artifacts and timings of that session only."""
