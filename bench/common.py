@@ -479,7 +479,11 @@ class Session:
         self.result.update(
             {"operator": self.spec.label, "namespace": self.ns, "loadavg_start": os.getloadavg()}
         )
-        self._warm_up()
+        try:
+            self._warm_up()
+        except BaseException:  # no `with` body runs, so no __exit__: stop the operator here
+            self.__exit__(*sys.exc_info())
+            raise
         return self
 
     def _warm_up(self) -> None:
