@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
-
-def _run(probe: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(probe)], capture_output=True, text=True, check=False
-    )
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
+import fresh_python
 
 
 def test_a_module_named_runs_when_first_used_and_others_as_usual() -> None:
-    out = _run("""
+    out = fresh_python.run("""
         import sys
         import json
         from runner.ansible.deferred import deferring
@@ -46,7 +36,7 @@ def test_a_module_named_runs_when_first_used_and_others_as_usual() -> None:
 
 
 def test_the_playbook_kinds_preloading_defers_curses() -> None:
-    out = _run("""
+    out = fresh_python.run("""
         import importlib.util, sys
         from runner.ansible import preload
         preload.preload_for("playbook")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import textwrap
 
+import fresh_python
 import pytest
 
 from runner.ansible import immortal
@@ -15,17 +14,9 @@ needs_immortal = pytest.mark.skipif(
 )
 
 
-def _run(probe: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(probe)], capture_output=True, text=True, check=False
-    )
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
-
-
 @needs_immortal
 def test_everything_reached_is_immortal_and_still_works() -> None:
-    out = _run("""
+    out = fresh_python.run("""
         import sys
         from runner.ansible import immortal
         def greet(name, greeting="hello"):
@@ -54,7 +45,7 @@ def test_everything_reached_is_immortal_and_still_works() -> None:
 def test_a_forked_child_uses_them_without_copying_their_pages() -> None:
     """The child reads every string of a 40 MB list: with the list immortal, it faults far
     fewer pages than the same walk over a list it has not been told about."""
-    out = _run("""
+    out = fresh_python.run("""
         import os, resource
         from runner.ansible import immortal
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
+
+import fresh_python
 
 from runner.ansible.lazykube import parse_init
 
@@ -67,9 +67,7 @@ def test_install_gives_every_name_and_imports_only_what_is_used() -> None:
         assert not lazykube.install()  # once only
         print("ok")
         """)
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    assert fresh_python.run(probe) == "ok"
 
 
 def test_deferred_modules_run_when_an_attribute_is_first_asked_for() -> None:
@@ -106,6 +104,4 @@ def test_deferred_modules_run_when_an_attribute_is_first_asked_for() -> None:
         assert watch.Watch().__class__.__module__ == "kubernetes.watch.watch"
         print("ok")
         """)
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    assert fresh_python.run(probe) == "ok"

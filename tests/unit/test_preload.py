@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
+
+import fresh_python
 
 
 def test_compiled_default_templates_give_ansibles_own_values() -> None:
@@ -25,6 +25,4 @@ def test_compiled_default_templates_give_ansibles_own_values() -> None:
         assert templated, "no templated defaults to check"
         print("ok", len(templated))
         """)
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("ok ")
+    assert fresh_python.run(probe).startswith("ok ")
