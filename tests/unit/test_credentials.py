@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import datetime
-import http.server
 import json
 import os
 import ssl
 import stat
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
+import fake_api
 import pytest
 import yaml
 
@@ -105,7 +103,7 @@ def test_no_user_is_anonymous(tmp_path: Path) -> None:
     assert got.authorization() is None
 
 
-def test_data_fields_become_private_files(tmp_path: Path, pki: Pki) -> None:
+def test_data_fields_become_private_files(tmp_path: Path, pki: fake_api.Pki) -> None:
     user = {"client-certificate-data": b64(pki.cert), "client-key-data": b64(pki.key)}
     cluster = {"certificate-authority-data": b64(pki.ca)}
     path = write(tmp_path / "config", kubeconfig(user=user, cluster=cluster))
@@ -125,7 +123,7 @@ def test_data_fields_become_private_files(tmp_path: Path, pki: Pki) -> None:
     assert any(c["subject"] == ((("commonName", "test-ca"),),) for c in context.get_ca_certs())
 
 
-def test_data_wins_over_path(tmp_path: Path, pki: Pki) -> None:
+def test_data_wins_over_path(tmp_path: Path, pki: fake_api.Pki) -> None:
     cluster = {"certificate-authority-data": b64(pki.ca), "certificate-authority": "/nope"}
     got = creds.load(str(write(tmp_path / "config", kubeconfig(cluster=cluster))), environ={})
     assert got.ca_file and Path(got.ca_file).read_bytes() == pki.ca
@@ -324,33 +322,10 @@ def test_parse_is_pure_with_a_data_writer(tmp_path: Path) -> None:
 # --- the client sends them ------------------------------------------------------------------
 
 
-class Recorder(http.server.BaseHTTPRequestHandler):
-    seen: ClassVar[list[dict[str, str]]] = []
-
-    def do_GET(self) -> None:
-        type(self).seen.append(dict(self.headers))
-        body = b'{"kind": "Lease"}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    Recorder.seen = []
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with fake_api.serving() as url:
+        yield url
 
 
 def test_kube_client_sends_the_current_token(tmp_path: Path, server: str) -> None:
@@ -368,8 +343,11 @@ def test_kube_client_sends_the_current_token(tmp_path: Path, server: str) -> Non
             await client.close()
 
     asyncio.run(go())
-    assert [h["Authorization"] for h in Recorder.seen] == ["Bearer one", "Bearer two-two"]
-    assert Recorder.seen[0]["User-Agent"].startswith("operator-runner/")
+    assert [h["Authorization"] for h in fake_api.LeaseHandler.seen] == [
+        "Bearer one",
+        "Bearer two-two",
+    ]
+    assert fake_api.LeaseHandler.seen[0]["User-Agent"].startswith("operator-runner/")
 
 
 def test_kopf_connection_info(tmp_path: Path) -> None:
@@ -396,40 +374,6 @@ def test_kopf_connection_info(tmp_path: Path) -> None:
 # --- a throwaway PKI ------------------------------------------------------------------------
 
 
-class Pki:
-    def __init__(self) -> None:
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import NameOID
-
-        now = datetime.datetime.now(datetime.UTC)
-
-        def certificate(name: str, key: Any, issuer: str, signer: Any, ca: bool) -> bytes:
-            cert = (
-                x509.CertificateBuilder()
-                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-                .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
-                .public_key(key.public_key())
-                .serial_number(x509.random_serial_number())
-                .not_valid_before(now - datetime.timedelta(minutes=1))
-                .not_valid_after(now + datetime.timedelta(days=1))
-                .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-                .sign(signer, hashes.SHA256())
-            )
-            return cert.public_bytes(serialization.Encoding.PEM)
-
-        ca_key = ec.generate_private_key(ec.SECP256R1())
-        key = ec.generate_private_key(ec.SECP256R1())
-        self.ca = certificate("test-ca", ca_key, "test-ca", ca_key, True)
-        self.cert = certificate("me", key, "test-ca", ca_key, False)
-        self.key = key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-
-
 @pytest.fixture(scope="module")
-def pki() -> Pki:
-    return Pki()
+def pki() -> fake_api.Pki:
+    return fake_api.Pki()

@@ -6,15 +6,13 @@ dependent watches, and kopf's session (its watches), as our login gives it."""
 from __future__ import annotations
 
 import asyncio
-import datetime
-import http.server
 import ssl
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import fake_api
 import pytest
 
 from runner.app.kopf_import import kopf
@@ -25,102 +23,14 @@ from runner.kube.credentials import Credentials, ServerNamedContext
 NAME = "api.example"
 
 
-def _pki(tmp: Path) -> tuple[Path, Path, Path]:
-    """ca.crt, and server.crt/server.key for NAME only (DNS), as strict X.509 checks want them."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test-ca")])
-    ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
-    usage = dict.fromkeys(
-        (
-            "content_commitment",
-            "key_encipherment",
-            "data_encipherment",
-            "key_agreement",
-            "encipher_only",
-            "decipher_only",
-        ),
-        False,
-    )
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(digital_signature=False, key_cert_sign=True, crl_sign=True, **usage),
-            critical=True,
-        )
-        .add_extension(ca_ski, critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    server = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, NAME)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(NAME)]), critical=False)
-        .add_extension(
-            x509.KeyUsage(digital_signature=True, key_cert_sign=False, crl_sign=False, **usage),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    paths = (tmp / "ca.crt", tmp / "server.crt", tmp / "server.key")
-    paths[0].write_bytes(ca.public_bytes(pem))
-    paths[1].write_bytes(server.public_bytes(pem))
-    paths[2].write_bytes(
-        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return paths
-
-
-class Lease(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b'{"kind": "Lease"}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def tls_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """https://127.0.0.1:PORT, serving a certificate for NAME only; and the CA's file."""
-    ca, cert, key = _pki(tmp_path)
+    ca, cert, key = fake_api.Pki(NAME, names=[NAME]).write(tmp_path)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Lease)
-    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{httpd.server_address[1]}", ca
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with fake_api.serving(context) as url:
+        yield url, ca
 
 
 async def _both(credentials: Credentials) -> list[Any]:
@@ -191,7 +101,7 @@ def test_a_wrong_tls_server_name_is_refused(tls_server: tuple[str, Path]) -> Non
 
 
 def test_the_named_context_keeps_the_default_contexts_checks(tmp_path: Path) -> None:
-    ca, _, _ = _pki(tmp_path)
+    ca, _, _ = fake_api.Pki(NAME, names=[NAME]).write(tmp_path)
     named = ServerNamedContext(NAME, str(ca))
     default = ssl.create_default_context(cafile=str(ca))
     assert named.verify_mode == default.verify_mode == ssl.CERT_REQUIRED
