@@ -99,9 +99,23 @@ class ServerNamedContext(ssl.SSLContext):
     ) -> ssl.SSLObject:
         return super().wrap_bio(incoming, outgoing, server_side, self.server_name, session)
 
-    def wrap_socket(self, sock: Any, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
-        kwargs["server_hostname"] = self.server_name
-        return super().wrap_socket(sock, *args, **kwargs)
+    def wrap_socket(
+        self,
+        sock: Any,
+        server_side: bool = False,
+        do_handshake_on_connect: bool = True,
+        suppress_ragged_eofs: bool = True,
+        server_hostname: str | bytes | None = None,
+        session: ssl.SSLSession | None = None,
+    ) -> ssl.SSLSocket:
+        return super().wrap_socket(
+            sock,
+            server_side,
+            do_handshake_on_connect,
+            suppress_ragged_eofs,
+            self.server_name,
+            session,
+        )
 
 
 # what create_default_context adds to a client context's flags (3.13: strict X.509 checks)

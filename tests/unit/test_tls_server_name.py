@@ -6,6 +6,7 @@ dependent watches, and kopf's session (its watches), as our login gives it."""
 from __future__ import annotations
 
 import asyncio
+import http.client
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,6 +99,25 @@ def test_a_wrong_tls_server_name_is_refused(tls_server: tuple[str, Path]) -> Non
     wrong = Credentials(server=server, ca_file=str(ca), tls_server_name="other.example")
     got = asyncio.run(_both(wrong))
     assert all("certificate" in str(err).lower() for err in got), got
+
+
+def test_a_blocking_client_on_the_context_checks_the_name_too(
+    tls_server: tuple[str, Path],
+) -> None:
+    """`wrap_socket` (http.client, urllib) as `wrap_bio` (asyncio): the name, not the host."""
+    server, ca = tls_server
+    port = int(server.rsplit(":", 1)[1])
+    for name, ok in ((NAME, True), ("other.example", False)):
+        conn = http.client.HTTPSConnection(
+            "127.0.0.1", port, context=ServerNamedContext(name, str(ca))
+        )
+        try:
+            conn.request("GET", "/apis")
+            assert ok and conn.getresponse().status == 200
+        except ssl.SSLCertVerificationError:
+            assert not ok
+        finally:
+            conn.close()
 
 
 def test_the_named_context_keeps_the_default_contexts_checks(tmp_path: Path) -> None:
