@@ -49,10 +49,36 @@ GROUP, VERSION, PLURAL, KIND = "swallowlab.com", "v1alpha1", "echoflasks", "Echo
 PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
 
 SCALES: dict[str, dict[str, Any]] = {
-    # latency CRs, burst CRs, scale CRs, hard cap per scenario and operator (s)
-    "small": {"latency": 2, "burst": 6, "scale": 10, "cap": 300, "min_period": 30},
-    "medium": {"latency": 10, "burst": 50, "scale": 100, "cap": 1500, "min_period": 120},
-    "full": {"latency": 20, "burst": 200, "scale": 1000, "cap": 3600, "min_period": 300},
+    # latency CRs, burst CRs, scale CRs, hard cap per scenario and operator (s), the least
+    # reconcile period of the scale CRs (s), the CRs of the probe that estimates it, and the
+    # resync runs measured (None: all N)
+    "small": {
+        "latency": 2,
+        "burst": 6,
+        "scale": 10,
+        "cap": 300,
+        "min_period": 30,
+        "probe": 3,
+        "resync_sample": None,
+    },
+    "medium": {
+        "latency": 10,
+        "burst": 50,
+        "scale": 100,
+        "cap": 1500,
+        "min_period": 120,
+        "probe": 10,
+        "resync_sample": None,
+    },
+    "full": {
+        "latency": 20,
+        "burst": 200,
+        "scale": 1000,
+        "cap": 3600,
+        "min_period": 300,
+        "probe": 50,
+        "resync_sample": 250,  # the peer's full resync of 1000: ~36 min after a ~45 min period
+    },
 }
 
 
@@ -393,6 +419,16 @@ class Cluster:
             if exc.status != 404:
                 raise
 
+    def wait_crs_gone(self, ns: str, names: list[str], deadline: float) -> bool:
+        """True once none of `names` is listed in `ns` (before the deadline)."""
+        left = set(names)
+        while time.monotonic() < deadline:
+            lst = self.custom.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL)
+            if not left & {o["metadata"]["name"] for o in lst.get("items") or []}:
+                return True
+            time.sleep(0.5)
+        return False
+
     def create_many(
         self,
         ns: str,
@@ -485,6 +521,11 @@ class Session:
             self.__exit__(*sys.exc_info())
             raise
         return self
+
+    def extend(self, seconds: float) -> None:
+        """Moves the cap (and so the deadline) on, e.g. by a period chosen in the session."""
+        self.cap += seconds
+        self.deadline += seconds
 
     def _warm_up(self) -> None:
         t0 = time.monotonic()

@@ -133,11 +133,14 @@ ROWS = [
     ("burst: peak RSS, process tree", "MiB", "burst", "peak_rss_mib"),
     ("burst: until quiet again", "s", "burst", "settle_s"),
     ("burst: CPU until quiet again", "s", "burst", "settle_cpu_s"),
+    ("scale: probe, time per CR (size 0)", "s", "scale", "probe_per_cr_s"),
+    ("scale: reconcile period chosen", "s", "scale", "period_s"),
     ("scale: converge N CRs", "s", "scale", "converge_s"),
     ("scale: CPU to converge", "s", "scale", "converge_cpu_s"),
     ("resync: CPU per full resync", "s", "scale", "resync_cpu_full_s"),
     ("resync: CPU per run", "s", "scale", "resync_cpu_per_run_s"),
-    ("resync: wall time of a full resync", "s", "scale", "resync_wall_s"),
+    ("resync: runs measured", "", "scale", "resync_runs"),
+    ("resync: wall time of the runs measured", "s", "scale", "resync_wall_s"),
     ("fairness: new CR during a resync -> Successful", "s", "fairness", "new_cr_s"),
     ("fairness: resync runs pending at its create", "", "fairness", "resync_pending_at_create"),
     ("fairness: wall time of the full resync", "s", "fairness", "resync_wall_s"),
@@ -221,6 +224,11 @@ def table(results: dict[str, Any], sizes: dict[str, Any]) -> str:
                     f"{scen}/{who}: Ansible still ran when the memory with N CRs was taken and the "
                     "resync window opened (follow-up runs): those figures include them"
                 )
+            if (r.get(who) or {}).get("resync_sampled"):
+                notes.append(
+                    f"{scen}/{who}: the resync's first {r[who].get('resync_runs')} runs were "
+                    "measured; its CPU per full resync is extrapolated to N"
+                )
             if (r.get(who) or {}).get("quiet_before_resync") is False:
                 notes.append(
                     f"{scen}/{who}: not quiet before the resync came due (follow-up runs "
@@ -278,6 +286,12 @@ def main(argv: list[str] | None = None) -> int:
         "--skip-resync",
         action="store_true",
         help="scale: stop after the memory with N CRs (no full resync)",
+    )
+    p.add_argument(
+        "--resync-sample",
+        type=int,
+        help="scale: measure the resync's first K runs and extrapolate to N (default: N, "
+        "except at full scale)",
     )
     p.add_argument(
         "--ours-arg", action="append", default=[], help="extra argument for operator-runner run"
@@ -366,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
             spec = session_spec(spec.key, sess_work)
             period = None
             if scen == "scale":
-                period = a.period or _estimate_period(results, spec.key, sizes)
+                period = a.period  # else estimated in the session, from a size-0 probe
             elif scen == "fairness":
                 per_cr = fair.per_cr_estimate((results.get("burst") or {}).get(spec.key), spec.key)
                 period = a.fairness_period or fair.choose_period(
@@ -382,8 +396,15 @@ def main(argv: list[str] | None = None) -> int:
                     elif scen == "burst":
                         burst(s, sizes["burst"], a.size)
                     elif scen == "scale":
-                        assert period is not None
-                        scale(s, sizes["scale"], period, resync=not a.skip_resync)
+                        scale(
+                            s,
+                            sizes["scale"],
+                            period,
+                            resync=not a.skip_resync,
+                            probe=sizes["probe"],
+                            floor=sizes["min_period"],
+                            resync_sample=a.resync_sample or sizes["resync_sample"],
+                        )
                     elif scen == "fairness":
                         assert period is not None
                         fair.fairness(s, sizes["fairness"], period)
@@ -417,20 +438,6 @@ def main(argv: list[str] | None = None) -> int:
         f"{meta['loadavg_end'][0]:.1f} on {os.cpu_count()} CPUs; JSON: {out})"
     )
     return 0
-
-
-def _estimate_period(results: dict[str, Any], key: str, sizes: dict[str, Any]) -> float:
-    """Long enough that N CRs converge and go quiet (follow-up runs included) before the first
-    resync comes due: 1.3 x the same operator's burst time per CR until quiet x N + 20 s
-    (2 x its time per CR to Successful where it never went quiet)."""
-    b = (results.get("burst") or {}).get(key) or {}
-    per_cr = 5.0  # s per CR on 2 CPUs without a burst to go by
-    if b.get("n") and b.get("settled") and b.get("settle_s"):
-        per_cr = b["settle_s"] / b["n"]
-    elif b.get("n") and b.get("all_successful_s"):
-        # never quiet (its resyncs overlap): twice the time to Successful covers follow-ups
-        per_cr = 2 * b["all_successful_s"] / b["n"]
-    return max(float(sizes["min_period"]), 1.3 * per_cr * sizes["scale"] + 20)
 
 
 def _git_state() -> dict[str, Any]:

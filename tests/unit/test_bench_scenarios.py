@@ -74,3 +74,26 @@ def test_table_shows_fairness_and_sharding_with_ratios() -> None:
     assert row("sharding, I/O role: 1 replica") == ["1.00", "0.50", "2.00"]
     assert row("sharding, I/O role: 4 replicas") == ["3.50", "-", "-"]
     assert row("sharding, I/O role: speedup 4 replicas") == ["3.50", "-", "-"]
+
+
+def test_table_says_when_the_resync_was_sampled() -> None:
+    sampled = {"resync_runs": 250, "resync_sampled": True, "resync_cpu_full_s": 400.0}
+    results = {
+        "scale": {
+            "ours": {**sampled, "probe_per_cr_s": 0.3, "period_s": 410.0},
+            "peer": {"resync_runs": 1000, "resync_sampled": False, "resync_cpu_full_s": 4000.0},
+        }
+    }
+    sizes = {"latency": 2, "burst": 6, "scale": 1000, "fairness": 100}
+    sizes |= {"sharding_io": 60, "sharding_cpu": 20}
+    text = table(results, sizes)
+    lines = text.splitlines()
+
+    def row(title: str) -> list[str]:
+        return next(x for x in lines if x.startswith(title)).split()[-3:]
+
+    assert row("resync: runs measured") == ["250", "1000", "0.25"]
+    assert row("resync: CPU per full resync") == ["400", "4000", "0.10"]
+    assert row("scale: probe, time per CR") == ["0.30", "-", "-"]
+    assert "scale/ours: the resync's first 250 runs were measured" in text
+    assert "scale/peer: the resync's" not in text
