@@ -12,9 +12,10 @@ a fresh process, the two never at the same time, interleaved scenario by scenari
   the operator writes it), p50/p95; also create -> status.nodes written by the role;
 - burst: N CRs created at once: time until all are Successful, CPU seconds of the operator's
   whole process tree, peak RSS of the tree (sampled every 100 ms), Ansible runs;
-- scale: N CRs (size 0) with a reconcile period P (CR annotation
-  ansible.sdk.operatorframework.io/reconcile-period): converge, then memory with N CRs while
-  idle, then CPU seconds of one full resync (the N runs P after convergence);
+- scale (bench/scale.py): N CRs (size 0) with a reconcile period P (CR annotation
+  ansible.sdk.operatorframework.io/reconcile-period; P from a size-0 probe unless given):
+  converge, then memory with N CRs while idle, then CPU seconds of the resync (its first K runs
+  at full scale, extrapolated to N);
 - idle memory: operator up after one warm-up CR (deleted again), no CRs.
 
 See bench/README.md.
