@@ -50,8 +50,8 @@ PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
 
 SCALES: dict[str, dict[str, Any]] = {
     # latency CRs, burst CRs, scale CRs, hard cap per scenario and operator (s), the least
-    # reconcile period of the scale CRs (s), the CRs of the probe that estimates it, and the
-    # resync runs measured (None: all N)
+    # and greatest reconcile period of the scale CRs (s), the CRs of the probe that estimates
+    # it, and the resync runs measured (None: all N)
     "small": {
         "latency": 2,
         "burst": 6,
@@ -59,6 +59,7 @@ SCALES: dict[str, dict[str, Any]] = {
         "cap": 300,
         "min_period": 30,
         "probe": 3,
+        "max_period": 300,
         "resync_sample": None,
     },
     "medium": {
@@ -68,6 +69,7 @@ SCALES: dict[str, dict[str, Any]] = {
         "cap": 1500,
         "min_period": 120,
         "probe": 10,
+        "max_period": 1200,
         "resync_sample": None,
     },
     "full": {
@@ -77,6 +79,7 @@ SCALES: dict[str, dict[str, Any]] = {
         "cap": 3600,
         "min_period": 300,
         "probe": 50,
+        "max_period": 3000,
         "resync_sample": 250,  # the peer's full resync of 1000: ~36 min after a ~45 min period
     },
 }

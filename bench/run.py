@@ -225,6 +225,12 @@ def table(results: dict[str, Any], sizes: dict[str, Any]) -> str:
                     f"{scen}/{who}: Ansible still ran when the memory with N CRs was taken and the "
                     "resync window opened (follow-up runs): those figures include them"
                 )
+            if (r.get(who) or {}).get("period_capped"):
+                notes.append(
+                    f"{scen}/{who}: its probe asked for a longer period than the greatest "
+                    f"({r[who].get('period_s'):.0f} s): it may not be quiet when the resync "
+                    "comes due"
+                )
             if (r.get(who) or {}).get("resync_sampled"):
                 notes.append(
                     f"{scen}/{who}: the resync's first {r[who].get('resync_runs')} runs were "
@@ -404,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
                             resync=not a.skip_resync,
                             probe=sizes["probe"],
                             floor=sizes["min_period"],
+                            ceiling=sizes["max_period"],
                             resync_sample=a.resync_sample or sizes["resync_sample"],
                         )
                     elif scen == "fairness":

@@ -81,7 +81,13 @@ def test_table_says_when_the_resync_was_sampled() -> None:
     results = {
         "scale": {
             "ours": {**sampled, "probe_per_cr_s": 0.3, "period_s": 410.0},
-            "peer": {"resync_runs": 1000, "resync_sampled": False, "resync_cpu_full_s": 4000.0},
+            "peer": {
+                "resync_runs": 1000,
+                "resync_sampled": False,
+                "resync_cpu_full_s": 4000.0,
+                "period_s": 3000.0,
+                "period_capped": True,
+            },
         }
     }
     sizes = {"latency": 2, "burst": 6, "scale": 1000, "fairness": 100}
@@ -97,3 +103,5 @@ def test_table_says_when_the_resync_was_sampled() -> None:
     assert row("scale: probe, time per CR") == ["0.30", "-", "-"]
     assert "scale/ours: the resync's first 250 runs were measured" in text
     assert "scale/peer: the resync's" not in text
+    assert "scale/peer: its probe asked for a longer period than the greatest (3000 s)" in text
+    assert "scale/ours: its probe" not in text
