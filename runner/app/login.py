@@ -1,4 +1,5 @@
-"""kopf's login: the operator's credentials, as kopf's ConnectionInfo."""
+"""Logging in: the first request, which says what to fix when the server's certificate does not
+verify; and the operator's credentials, as kopf's ConnectionInfo."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runner.app.kopf_import import kopf
+from runner.kube import client as kube
 from runner.kube import credentials as creds
 
 
@@ -43,3 +45,16 @@ def connection_info(credentials: creds.Credentials, trust_env: bool = False) -> 
         trust_env=trust_env,
         ssl_context=credentials.ssl_context,
     )
+
+
+async def certificate_refused(client: kube.KubeClient) -> str | None:
+    """One GET /version before anything else is started: what to fix when the server's
+    certificate does not verify (no retry helps that); else None, an outage included (it is
+    waited out, as it is later on)."""
+    try:
+        await client.send(kube.Request("GET", "/version"), timeout=10)
+    except kube.CertificateRejected as err:
+        return str(err)
+    except (kube.ApiError, OSError):
+        pass
+    return None

@@ -23,7 +23,7 @@ from runner.app import outage
 from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
 from runner.app.crddiscovery import serve_crds_despite_discovery_lag
 from runner.app.kopf_import import kopf
-from runner.app.login import connection_info
+from runner.app.login import certificate_refused, connection_info
 from runner.app.namespaces import skip_refused_namespace_scan
 from runner.app.production import Production, ProductionConfig
 from runner.app.sharding import Membership, relabeller, sharding_config
@@ -197,6 +197,11 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         f" (via the kubernetes package: {credentials.plugin} user)" if credentials.fallback else "",
     )
     client = KubeClient(credentials)
+    refused = await certificate_refused(client)
+    if refused is not None:
+        log.error("%s", refused)
+        await client.close()
+        return 1
     prober = outage.Prober(client)
     prober.start()
     artifacts = Artifacts(config.artifacts_dir)

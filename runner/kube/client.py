@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,13 @@ from yarl import URL
 from runner import __version__
 from runner.kube.credentials import Credentials
 from runner.kube.paths import group_version_path, resource_path
-from runner.kube.reachability import API, Reachability, is_connection_error, summary
+from runner.kube.reachability import (
+    API,
+    Reachability,
+    certificate_error,
+    is_connection_error,
+    summary,
+)
 from runner.kube.resources import ObjectRef, Resource
 
 JSON = dict[str, Any]
@@ -50,6 +57,27 @@ class Request:
 class ApiUnreachable(ConnectionError):
     """The API server could not be reached (refused, reset, timed out): an OSError, whatever
     the transport library's own exception was."""
+
+
+class CertificateRejected(ApiUnreachable):
+    """The server's certificate did not verify: for this name, against these CAs. An outage to
+    the code that waits one out, and a message that says what to fix."""
+
+    def __init__(self, credentials: Credentials, err: ssl.SSLCertVerificationError) -> None:
+        name = credentials.tls_server_name or URL(credentials.server).host
+        cas = "the system's CAs" if credentials.ca_file is None else "its certificate-authority"
+        reason = getattr(err, "verify_message", "") or str(err)
+        hint = (
+            "fix tls-server-name or certificate-authority"
+            if credentials.tls_server_name
+            else "if the certificate names another host, set tls-server-name in the cluster "
+            "entry; else fix certificate-authority"
+        )
+        super().__init__(
+            f"the API server {credentials.server} presented a certificate that does not verify "
+            f"for the name {name!r} against {cas}: {reason.rstrip('.')}. "
+            f"Credentials: {credentials.source or 'given'}; {hint}"
+        )
 
 
 class ApiError(Exception):
@@ -260,6 +288,9 @@ class KubeClient:
         except (aiohttp.ClientError, OSError) as err:
             if not is_connection_error(err):
                 raise
+            rejected = certificate_error(err)
+            if rejected is not None:
+                raise CertificateRejected(self.credentials, rejected) from err
             self.reachability.failed(err, f"{request.method} {request.path}")
             raise ApiUnreachable(
                 f"{request.method} {request.path}: the API server {self.host} cannot be "

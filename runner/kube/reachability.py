@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import ssl
 import sys
 import threading
 import time
@@ -62,6 +63,19 @@ def is_connection_error(err: BaseException | None) -> bool:
             return True
         err = err.__cause__ or err.__context__
     return False
+
+
+def certificate_error(err: BaseException | None) -> ssl.SSLCertVerificationError | None:
+    """The failed check of the server's certificate that `err` is (or was raised from), if any:
+    not an outage, but a kubeconfig (or a certificate) to fix."""
+    found = None
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, ssl.SSLCertVerificationError):
+            found = err  # the innermost: aiohttp's wrapper is one too
+        err = err.__cause__ or err.__context__
+    return found
 
 
 def summary(err: BaseException | str) -> str:

@@ -79,3 +79,24 @@ def test_the_operator_serves_its_crs_through_tls_server_name(
         finally:
             env.stop()
     assert "CERTIFICATE_VERIFY_FAILED" not in log, log[-3000:]
+
+
+def test_a_certificate_that_does_not_verify_stops_start_up_with_one_line(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Without the name, no retry helps: the operator says what to fix and exits 1, before it
+    starts anything (no outage warnings, no traceback)."""
+    bare = dialled_by_another_address(cluster.kubeconfig, tmp_path / "bare.yaml", None)
+    op = kit.launch(cluster, tmp_path, watches=REPO / "watches.yaml", env={"KUBECONFIG": str(bare)})
+    assert op.exit_code(timeout=60) == 1, op.log_text()[-3000:]
+    log = op.log_text()
+    errors = [x for x in op.log_lines() if x.get("level") == "error"]
+    assert len(errors) == 1, log[-3000:]
+    message = errors[0]["msg"]
+    assert (
+        message.startswith("the API server https://127.0.0.2:")
+        and "presented a certificate that does not verify for the name '127.0.0.2'" in message
+    )
+    assert "set tls-server-name in the cluster entry" in message, message
+    assert str(bare) in message  # where the credentials come from
+    assert "Traceback" not in log and "unreachable" not in log, log[-3000:]
