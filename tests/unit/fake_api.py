@@ -123,3 +123,14 @@ class Pki:
         for path, data in zip(paths, (self.ca, self.cert, self.key), strict=True):
             path.write_bytes(data)
         return paths
+
+
+@contextmanager
+def serving_certificate_for(name: str, folder: Path) -> Iterator[tuple[str, Path]]:
+    """https://127.0.0.1:PORT, whose certificate names only `name` (not the address); and the
+    file of the CA that signed it (written to `folder`)."""
+    ca, cert, key = Pki(name, names=[name]).write(folder)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    with serving(context) as url:
+        yield url, ca

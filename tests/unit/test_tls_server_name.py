@@ -27,11 +27,8 @@ NAME = "api.example"
 @pytest.fixture
 def tls_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """https://127.0.0.1:PORT, serving a certificate for NAME only; and the CA's file."""
-    ca, cert, key = fake_api.Pki(NAME, names=[NAME]).write(tmp_path)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    with fake_api.serving(context) as url:
-        yield url, ca
+    with fake_api.serving_certificate_for(NAME, tmp_path) as served:
+        yield served
 
 
 async def _both(credentials: Credentials) -> list[Any]:
