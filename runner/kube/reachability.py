@@ -18,7 +18,7 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import aiohttp
@@ -51,30 +51,31 @@ def _connection_errors() -> tuple[type[BaseException], ...]:
 _UNREACHABLE_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ENETDOWN})
 
 
-def is_connection_error(err: BaseException | None) -> bool:
-    """`err` (or what it was raised from) means the API server could not be reached."""
+def _chain(err: BaseException | None) -> Iterator[BaseException]:
+    """`err`, then what it was raised from (its cause, else its context), outermost first."""
     seen: set[int] = set()
-    errors = _connection_errors()
     while err is not None and id(err) not in seen:
         seen.add(id(err))
-        if isinstance(err, errors):
-            return True
-        if isinstance(err, OSError) and err.errno in _UNREACHABLE_ERRNOS:
-            return True
+        yield err
         err = err.__cause__ or err.__context__
-    return False
+
+
+def is_connection_error(err: BaseException | None) -> bool:
+    """`err` (or what it was raised from) means the API server could not be reached."""
+    errors = _connection_errors()
+    return any(
+        isinstance(e, errors) or (isinstance(e, OSError) and e.errno in _UNREACHABLE_ERRNOS)
+        for e in _chain(err)
+    )
 
 
 def certificate_error(err: BaseException | None) -> ssl.SSLCertVerificationError | None:
     """The failed check of the server's certificate that `err` is (or was raised from), if any:
     not an outage, but a kubeconfig (or a certificate) to fix."""
     found = None
-    seen: set[int] = set()
-    while err is not None and id(err) not in seen:
-        seen.add(id(err))
-        if isinstance(err, ssl.SSLCertVerificationError):
-            found = err  # the innermost: aiohttp's wrapper is one too
-        err = err.__cause__ or err.__context__
+    for e in _chain(err):
+        if isinstance(e, ssl.SSLCertVerificationError):
+            found = e  # the innermost: aiohttp's wrapper is one too
     return found
 
 
