@@ -39,6 +39,15 @@ async def _send(credentials: Credentials, reachability: Reachability) -> BaseExc
     return None
 
 
+async def _first(credentials: Credentials, reachability: Reachability) -> str | None:
+    """What the operator's first request says (`certificate_refused`)."""
+    client = KubeClient(credentials, reachability)
+    try:
+        return await certificate_refused(client)
+    finally:
+        await client.close()
+
+
 def test_the_address_not_in_the_certificate_says_to_set_tls_server_name(
     tls_server: tuple[str, Path],
 ) -> None:
@@ -80,20 +89,11 @@ def test_an_unknown_ca_names_the_systems_cas(tls_server: tuple[str, Path]) -> No
 
 def test_the_first_request_returns_the_line_to_print(tls_server: tuple[str, Path]) -> None:
     server, ca = tls_server
-
-    async def first(credentials: Credentials) -> str | None:
-        client = KubeClient(credentials, Reachability())
-        try:
-            return await certificate_refused(client)
-        finally:
-            await client.close()
-
-    refused = asyncio.run(first(Credentials(server=server, ca_file=str(ca))))
+    refused = asyncio.run(_first(Credentials(server=server, ca_file=str(ca)), Reachability()))
     assert refused is not None and "set tls-server-name" in refused
     named = Credentials(server=server, ca_file=str(ca), tls_server_name=NAME)
-    assert (
-        asyncio.run(first(named)) is None
-    )  # it verifies (the fake answers a Lease: any answer will do)
+    # it verifies (the fake answers a Lease: any answer will do)
+    assert asyncio.run(_first(named, Reachability())) is None
 
 
 def test_an_outage_at_the_first_request_is_not_a_certificate_to_fix() -> None:
@@ -101,13 +101,7 @@ def test_an_outage_at_the_first_request_is_not_a_certificate_to_fix() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     reachability = Reachability()
-
-    async def first() -> str | None:
-        client = KubeClient(Credentials(server=f"https://127.0.0.1:{port}"), reachability)
-        try:
-            return await certificate_refused(client)
-        finally:
-            await client.close()
-
-    assert asyncio.run(first()) is None
+    assert (
+        asyncio.run(_first(Credentials(server=f"https://127.0.0.1:{port}"), reachability)) is None
+    )
     assert not reachability.reachable  # an outage, reported as one
