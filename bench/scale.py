@@ -30,6 +30,7 @@ from .common import (
     wait_quiet,
 )
 from .fairness import choose_period
+from .proctree import Sample
 
 QUIET_CAP_S = 300.0
 PROBE_PERIOD = "24h"  # the probe CRs are deleted long before this
@@ -71,10 +72,12 @@ def scale(
     `ceiling` s; the session's deadline is moved on by it, as for a period given."""
     if period is None:
         per_cr, quiet = probe_per_cr(s, probe)
-        period = min(choose_period(n, per_cr, floor), ceiling)
+        wanted = choose_period(n, per_cr, floor)
+        period = min(wanted, ceiling)
         s.extend(period)
-        s.result.update(probe_n=probe, probe_per_cr_s=per_cr, probe_quiet=quiet)
-        s.result.update(period_capped=period == ceiling)
+        s.result.update(
+            probe_n=probe, probe_per_cr_s=per_cr, probe_quiet=quiet, period_capped=wanted > ceiling
+        )
     names, a, t0, b, ok = create_periodic(s, "scale", n, period)
     s.result.update(
         n=n,
@@ -108,7 +111,12 @@ def scale(
     # the resync: the next K runs (K = resync_sample, else N) to finish after the quiet point
     target = min(n, resync_sample or n)
     q0 = s.op.sampler.now()
-    runs0, done0 = q0.runs, q0.runs - q0.running
+    runs0 = q0.runs
+
+    def finished(x: Sample) -> int:
+        """Runs ended since the quiet point."""
+        return (x.runs - x.running) - (q0.runs - q0.running)
+
     start = None
     while time.monotonic() < s.deadline:
         cur = s.op.sampler.now()
@@ -116,19 +124,16 @@ def scale(
             # the last sample before the first resync run started
             hist = [h for h in s.op.sampler.history if h.runs == runs0]
             start = hist[-1] if hist else cur
-        done = cur.runs - cur.running - done0
-        if done >= target and (target < n or cur.running == 0):
+        if finished(cur) >= target and (target < n or cur.running == 0):
             break
         time.sleep(0.2)
     else:
-        cur = s.op.sampler.now()
-        s.result.update(resync_runs=cur.runs - cur.running - done0)
-        raise DidNotFinish(
-            f"resync: {cur.runs - cur.running - done0} of {target} runs when the cap was reached"
-        )
+        done = finished(s.op.sampler.now())
+        s.result.update(resync_runs=done)
+        raise DidNotFinish(f"resync: {done} of {target} runs when the cap was reached")
     end = s.op.sampler.now()
     assert start is not None
-    runs = end.runs - end.running - done0
+    runs = finished(end)
     s.result.update(
         resync_runs=runs,
         resync_sampled=target < n,
