@@ -53,7 +53,7 @@ def under_way(resync_runs: int, n: int) -> bool:
     return resync_runs >= max(3, n // 20)
 
 
-def fairness(s: Session, n: int, period: float) -> None:
+def fairness(s: Session, n: int, period: float, new_cr_only: bool = False) -> None:
     names, a, t0, b, ok = create_periodic(s, "fair", n, period)
     s.result.update(
         n=n,
@@ -90,6 +90,9 @@ def fairness(s: Session, n: int, period: float) -> None:
         resync_pending_at_create=max(0, n - (at_create.runs - runs0)),
         runs_while_new_cr_waited=at_done.runs - at_create.runs,
     )
+    if new_cr_only:  # the figure is in: skip the rest of the resync and the restart
+        s.result["new_cr_only"] = True
+        return
     # the rest of the resync: N runs since the quiet point (the new CR's own runs among them
     # are few) and no run alive for QUIET_S
     cur, last_busy = runs_done(s, runs0, n, at_done.t, "resync", count_key="resync_runs")

@@ -287,6 +287,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--fairness-period", type=float, help="their reconcile period in s (default: estimated)"
     )
+    p.add_argument(
+        "--fairness-new-cr-only",
+        action="store_true",
+        help="fairness: stop once the new CR during the resync is measured (no rest of the "
+        "resync, no restart): the peer's hour-long tail",
+    )
     p.add_argument("--sharding-io", type=int, help="CRs of the sharding scenario, I/O role")
     p.add_argument("--sharding-cpu", type=int, help="CRs of the sharding scenario, EchoFlask")
     p.add_argument(
@@ -415,7 +421,9 @@ def main(argv: list[str] | None = None) -> int:
                         )
                     elif scen == "fairness":
                         assert period is not None
-                        fair.fairness(s, sizes["fairness"], period)
+                        fair.fairness(
+                            s, sizes["fairness"], period, new_cr_only=a.fairness_new_cr_only
+                        )
                     else:
                         raise SystemExit(f"bench: unknown scenario {scen}")
             except DidNotFinish as exc:
