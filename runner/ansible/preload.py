@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runner.ansible import collectionutils, jinjamisses
+from runner.ansible import collectionutils, jinjamisses, routingmeta
 from runner.ansible.codecache import collection_roots, install_code_cache, precompile_collections
 from runner.ansible.deferred import deferring
 
@@ -110,7 +110,8 @@ def _preload(kind: str) -> None:
                 f"forkserver[{kind}]: templated defaults compiled per read: {err}", file=sys.stderr
             )
         try:
-            _warm_plugins()
+            with routingmeta.compacted():
+                _warm_plugins()
         except Exception as err:
             print(f"forkserver[{kind}]: could not warm the plugin loaders: {err}", file=sys.stderr)
         try:

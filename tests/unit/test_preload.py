@@ -26,3 +26,27 @@ def test_compiled_default_templates_give_ansibles_own_values() -> None:
         print("ok", len(templated))
         """)
     assert fresh_python.run(probe).startswith("ok ")
+
+
+def test_compacted_routing_metadata_is_ansibles_own_and_only_while_warming() -> None:
+    probe = """
+        from ansible.plugins import loader
+        from ansible.utils.collection_loader import _collection_finder as finder
+        from runner.ansible import routingmeta
+
+        original = finder._meta_yml_to_dict
+        routing = finder.import_module("ansible").__path__[0] + "/config/"
+        with open(routing + "ansible_builtin_runtime.yml", "rb") as f:
+            expected = original(f.read(), ("ansible.builtin", "runtime.yml"))
+        loader.init_plugin_loader([])
+        with routingmeta.compacted():
+            assert finder._meta_yml_to_dict is not original
+            loader.inventory_loader.get("host_list", class_only=True)
+        assert finder._meta_yml_to_dict is original, "not restored"
+        import ansible_collections.ansible.builtin as builtin
+        meta = builtin._collection_meta
+        assert meta == expected, "the compact copy differs from Ansible's parse"
+        print("ok", len(meta["plugin_routing"]["modules"]))
+        """
+    out = fresh_python.run(probe)
+    assert out.startswith("ok ") and int(out.split()[1]) > 1000, out
