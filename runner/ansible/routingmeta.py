@@ -2,11 +2,11 @@
 
 The first plugin the server looks up makes Ansible's collection loader parse ansible.builtin's
 routing (`ansible/config/ansible_builtin_runtime.yml`, ~9700 lines: where each of ~4800 moved
-modules and plugins went) with PyYAML. The parse builds a node graph (with reference cycles) beside
-the ~2 MB of strings, dicts and lists it keeps, and the kept objects end up
-spread over the arenas the graph used: once the graph is freed, those arenas stay mostly empty
-but resident: 3.3 MB of the running server's RSS (5.8 MB in a process that loads Ansible
-alone), in the server and its every job, for nothing.
+modules and plugins went) with PyYAML. The parse builds a node graph (with reference cycles)
+beside the ~2 MB of strings, dicts and lists it keeps, and the kept objects end up spread over
+the arenas the graph used: once the graph is freed, those arenas stay mostly empty but
+resident: 3.3 MB of the running server's RSS (5.8 MB in a process that loads Ansible alone), in
+the server and its every job, for nothing.
 
 While the server warms its plugins (`compacted()`), each collection's metadata is parsed as
 Ansible parses it, serialised, the parse's garbage collected, and the copy read back: the copy

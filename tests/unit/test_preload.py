@@ -30,14 +30,16 @@ def test_compiled_default_templates_give_ansibles_own_values() -> None:
 
 def test_compacted_routing_metadata_is_ansibles_own_and_only_while_warming() -> None:
     probe = """
+        from pathlib import Path
+
+        import ansible
         from ansible.plugins import loader
         from ansible.utils.collection_loader import _collection_finder as finder
         from runner.ansible import routingmeta
 
         original = finder._meta_yml_to_dict
-        routing = finder.import_module("ansible").__path__[0] + "/config/"
-        with open(routing + "ansible_builtin_runtime.yml", "rb") as f:
-            expected = original(f.read(), ("ansible.builtin", "runtime.yml"))
+        routing = Path(ansible.__file__).parent / "config" / "ansible_builtin_runtime.yml"
+        expected = original(routing.read_bytes(), ("ansible.builtin", "runtime.yml"))
         loader.init_plugin_loader([])
         with routingmeta.compacted():
             assert finder._meta_yml_to_dict is not original
