@@ -7,8 +7,15 @@ working. Where operator-sdk says something untrue, this module says the truth in
 * Starting a run does not flip ``Successful`` to ``False`` while keeping reason ``Successful``
   (users read that as "the last run failed"). ``Successful`` and ``Failure`` always describe the
   last *finished* reconciliation; only ``Running`` describes what is happening now.
-* After a successful run, ``Running`` is ``False`` because nothing is running (operator-sdk
-  leaves it ``True``). Its reason stays ``Successful`` for tooling that looks at the reason.
+* After a successful run, ``Running`` stays ``True`` with reason ``Successful`` and
+  "Awaiting next reconciliation", exactly as operator-sdk leaves it (users' ``kubectl wait
+  --for=condition=Running`` and molecule checks rely on it), although nothing runs; what runs
+  now is told by its reason: ``Running`` while a run goes on.
+* A kstatus-style ``Ready`` condition, which no Ansible operator runtime has: ``True`` only when
+  the last run for the current ``metadata.generation`` succeeded (its ``observedGeneration``
+  says which); ``False`` with reason ``Reconciling`` while a new generation is being reconciled
+  (a resync of a Ready CR whose generation did not change leaves it ``True``), ``Failed`` after
+  a failure.
 * Every condition we write has a non-empty CamelCase reason and an ``observedGeneration``.
 
 All functions are pure: they take the current ``status`` mapping (which may be ``None``, lack
@@ -32,12 +39,14 @@ Outcome = Literal["succeeded", "failed"] | None
 TYPE_RUNNING = "Running"
 TYPE_SUCCESSFUL = "Successful"
 TYPE_FAILURE = "Failure"
-MANAGED_TYPES = (TYPE_RUNNING, TYPE_SUCCESSFUL, TYPE_FAILURE)
+TYPE_READY = "Ready"
+MANAGED_TYPES = (TYPE_RUNNING, TYPE_SUCCESSFUL, TYPE_FAILURE, TYPE_READY)
 
 REASON_RUNNING = "Running"
 REASON_SUCCESSFUL = "Successful"
 REASON_FAILED = "Failed"
 REASON_UNKNOWN = "Unknown"
+REASON_RECONCILING = "Reconciling"
 
 MESSAGE_RUNNING = "Running reconciliation"
 MESSAGE_AWAITING = "Awaiting next reconciliation"
@@ -263,6 +272,25 @@ def _carried_outcome(status: Mapping[str, Any] | None) -> list[Condition]:
 # Transitions
 
 
+def _ready_while_running(status: Mapping[str, Any] | None, generation: int) -> Condition:
+    """``Ready`` as a run starts: unchanged when it is ``True`` for this very generation (a
+    resync), else ``False``/``Reconciling``."""
+    ready = find_condition(status, TYPE_READY)
+    if (
+        ready is not None
+        and ready["status"] == STATUS_TRUE
+        and ready.get("observedGeneration") == generation
+    ):
+        return ready
+    return _condition(
+        TYPE_READY,
+        STATUS_FALSE,
+        REASON_RECONCILING,
+        f"Reconciling generation {generation}",
+        generation,
+    )
+
+
 def running(status: Mapping[str, Any] | None, *, generation: int, now: datetime) -> dict[str, Any]:
     """Return ``status`` for a reconciliation that is starting.
 
@@ -276,7 +304,8 @@ def running(status: Mapping[str, Any] | None, *, generation: int, now: datetime)
     running_condition = _condition(
         TYPE_RUNNING, STATUS_TRUE, REASON_RUNNING, MESSAGE_RUNNING, generation
     )
-    return _apply(status, [running_condition, *_carried_outcome(status)], now)
+    ready = _ready_while_running(status, generation)
+    return _apply(status, [running_condition, *_carried_outcome(status), ready], now)
 
 
 def succeeded(
@@ -288,19 +317,18 @@ def succeeded(
 ) -> dict[str, Any]:
     """Return ``status`` for a reconciliation whose run succeeded.
 
-    * ``Running=False``, reason ``Successful``, "Awaiting next reconciliation", with
-      ``ansibleResult``. operator-sdk keeps ``Running=True`` here; we say ``False`` because
-      nothing is running any more. The reason stays ``Successful`` so tooling that looks at the
-      reason (or at ``Running``'s ``ansibleResult``) keeps working.
+    * ``Running=True``, reason ``Successful``, "Awaiting next reconciliation", with
+      ``ansibleResult``, as operator-sdk writes it.
     * ``Successful=True``/``Successful``/"Last reconciliation succeeded", also with
       ``ansibleResult``, so the result survives while the next run is ``Running``.
     * ``Failure=False``, reason ``Successful`` (never empty), message "".
+    * ``Ready=True``, reason ``Successful``, for this ``generation``.
     """
     return _apply(
         status,
         [
             _condition(
-                TYPE_RUNNING, STATUS_FALSE, REASON_SUCCESSFUL, MESSAGE_AWAITING, generation, result
+                TYPE_RUNNING, STATUS_TRUE, REASON_SUCCESSFUL, MESSAGE_AWAITING, generation, result
             ),
             _condition(
                 TYPE_SUCCESSFUL,
@@ -311,6 +339,13 @@ def succeeded(
                 result,
             ),
             _condition(TYPE_FAILURE, STATUS_FALSE, REASON_SUCCESSFUL, "", generation),
+            _condition(
+                TYPE_READY,
+                STATUS_TRUE,
+                REASON_SUCCESSFUL,
+                f"Last reconciliation of generation {generation} succeeded",
+                generation,
+            ),
         ],
         now,
     )
@@ -330,6 +365,13 @@ def _failed_conditions(
         _condition(TYPE_RUNNING, STATUS_FALSE, REASON_FAILED, MESSAGE_AWAITING, generation),
         _condition(TYPE_SUCCESSFUL, STATUS_FALSE, REASON_FAILED, MESSAGE_FAILED, generation),
         _condition(TYPE_FAILURE, STATUS_TRUE, REASON_FAILED, message, generation, result),
+        _condition(
+            TYPE_READY,
+            STATUS_FALSE,
+            REASON_FAILED,
+            f"Last reconciliation of generation {generation} failed",
+            generation,
+        ),
     ]
 
 
@@ -347,7 +389,7 @@ def failed(
     ones dropped; a clear fallback when none is left; truncated to
     :data:`MAX_MESSAGE_LENGTH`) and ``ansibleResult`` when ``result`` is known;
     ``Successful=False``/``Failed``/"Last reconciliation failed";
-    ``Running=False``/``Failed``/"Awaiting next reconciliation".
+    ``Running=False``/``Failed``/"Awaiting next reconciliation"; ``Ready=False``/``Failed``.
     """
     return _apply(status, _failed_conditions(generation, _failure_message(messages), result), now)
 

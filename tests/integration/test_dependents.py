@@ -183,7 +183,7 @@ def test_status_only_change_of_a_dependent_does_not_reconcile(env: Env) -> None:
 
 def _run_finished(env: Env, name: str) -> bool:
     running = condition(env.get("Owner", name) or {}, "Running")
-    return bool(running and running["status"] == "False")
+    return bool(running and running["reason"] != "Running")
 
 
 def test_cross_namespace_object_gets_annotations_and_triggers(env: Env) -> None:

@@ -81,8 +81,12 @@ def test_success_sets_conditions_and_vars_reach_the_role(env: Env) -> None:
     running = condition(obj, "Running")
     failure = condition(obj, "Failure")
     assert successful and successful["reason"] == "Successful"
-    assert running and running["status"] == "False" and running["reason"] == "Successful"
+    # operator-sdk's Running after a success: True, reason Successful (kubectl waits rely on it)
+    assert running and running["status"] == "True" and running["reason"] == "Successful"
     assert failure and failure["status"] == "False"
+    ready = condition(obj, "Ready")
+    assert ready and ready["status"] == "True"
+    assert ready["observedGeneration"] == obj["metadata"]["generation"]
     result = running["ansibleResult"]
     assert result["failures"] == 0 and result["ok"] >= 2 and result["completion"]
     assert obj["status"]["roleWrote"] == "hello", "keys the role wrote are kept"

@@ -220,9 +220,47 @@ def test_running_from_nothing() -> None:
                 "message": "Running reconciliation",
                 "observedGeneration": 3,
                 "lastTransitionTime": S0,
-            }
+            },
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "Reconciling",
+                "message": "Reconciling generation 3",
+                "observedGeneration": 3,
+                "lastTransitionTime": S0,
+            },
         ]
     }
+
+
+def test_ready_follows_the_generation() -> None:
+    """Ready is True only once the current generation's run succeeded (kstatus)."""
+    done = c.succeeded(c.running(None, generation=1, now=T0), generation=1, now=T1, result=RESULT)
+    assert cond(done, "Ready") == {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Successful",
+        "message": "Last reconciliation of generation 1 succeeded",
+        "observedGeneration": 1,
+        "lastTransitionTime": S1,
+    }
+    resync = c.running(done, generation=1, now=T2)  # same generation: stays Ready
+    assert cond(resync, "Ready") == cond(done, "Ready")
+    new = c.running(done, generation=2, now=T2)  # a new spec: not Ready until it converged
+    assert (cond(new, "Ready")["status"], cond(new, "Ready")["reason"]) == ("False", "Reconciling")
+    assert cond(new, "Ready")["observedGeneration"] == 2
+    assert cond(new, "Ready")["lastTransitionTime"] == S2
+    failed = c.failed(new, generation=2, now=T2, messages=["boom"], result=None)
+    assert (cond(failed, "Ready")["status"], cond(failed, "Ready")["reason"]) == ("False", "Failed")
+    assert cond(failed, "Ready")["message"] == "Last reconciliation of generation 2 failed"
+    again = c.succeeded(c.running(failed, generation=2, now=T2), generation=2, now=T2, result=RESULT)
+    assert cond(again, "Ready")["status"] == "True"
+    assert cond(again, "Ready")["observedGeneration"] == 2
+    errored = c.errored(again, generation=3, now=T2, message="bad annotation")
+    assert (cond(errored, "Ready")["status"], cond(errored, "Ready")["reason"]) == (
+        "False",
+        "Failed",
+    )
 
 
 def test_running_keeps_last_success() -> None:
@@ -234,7 +272,7 @@ def test_running_keeps_last_success() -> None:
         "reason": "Running",
         "message": "Running reconciliation",
         "observedGeneration": 2,
-        "lastTransitionTime": S2,
+        "lastTransitionTime": S0,  # True since the first run started
     }
     assert cond(status, "Successful") == cond(done, "Successful")
     assert cond(status, "Failure") == cond(done, "Failure")
@@ -268,14 +306,15 @@ def test_running_records_new_generation_but_keeps_time() -> None:
 
 def test_succeeded_conditions() -> None:
     status = c.succeeded(c.running(None, generation=4, now=T0), generation=4, now=T1, result=RESULT)
-    assert types(status) == ["Running", "Successful", "Failure"]
+    assert types(status) == ["Running", "Ready", "Successful", "Failure"]
+    # operator-sdk's: Running stays True, reason Successful (users' waits rely on it)
     assert cond(status, "Running") == {
         "type": "Running",
-        "status": "False",
+        "status": "True",
         "reason": "Successful",
         "message": "Awaiting next reconciliation",
         "observedGeneration": 4,
-        "lastTransitionTime": S1,
+        "lastTransitionTime": S0,  # True since the run started
         "ansibleResult": RESULT.to_dict(),
     }
     assert cond(status, "Successful") == {
@@ -300,7 +339,7 @@ def test_succeeded_conditions() -> None:
 def test_succeeded_again_keeps_transition_times() -> None:
     first = c.succeeded(None, generation=1, now=T0, result=RESULT)
     again = c.succeeded(c.running(first, generation=2, now=T1), generation=2, now=T2, result=RESULT)
-    assert cond(again, "Running")["lastTransitionTime"] == S2  # True -> False
+    assert cond(again, "Running")["lastTransitionTime"] == S0  # True all along
     assert cond(again, "Successful")["lastTransitionTime"] == S0
     assert cond(again, "Failure")["lastTransitionTime"] == S0
     assert cond(again, "Successful")["observedGeneration"] == 2
@@ -311,7 +350,7 @@ def test_succeeded_after_failure_changes_transition_times() -> None:
     status = c.succeeded(failed, generation=1, now=T1, result=RESULT)
     assert cond(status, "Successful")["lastTransitionTime"] == S1
     assert cond(status, "Failure")["lastTransitionTime"] == S1
-    assert cond(status, "Running")["lastTransitionTime"] == S0  # False -> False
+    assert cond(status, "Running")["lastTransitionTime"] == S1  # False -> True
     assert "ansibleResult" not in cond(status, "Failure")
 
 
@@ -326,7 +365,7 @@ def test_failed_conditions() -> None:
         messages=["task A failed", "task B failed"],
         result=FAILED_RESULT,
     )
-    assert types(status) == ["Running", "Successful", "Failure"]
+    assert types(status) == ["Running", "Ready", "Successful", "Failure"]
     assert cond(status, "Failure") == {
         "type": "Failure",
         "status": "True",
@@ -448,7 +487,7 @@ def test_transition_keeps_role_keys_and_does_not_mutate(name: str) -> None:
 
 @pytest.mark.parametrize("name", TRANSITIONS)
 def test_transition_drops_garbage_and_keeps_foreign_conditions(name: str) -> None:
-    foreign = {"type": "Ready", "status": "True", "reason": "X", "lastTransitionTime": S0}
+    foreign = {"type": "Available", "status": "True", "reason": "X", "lastTransitionTime": S0}
     status = {
         "conditions": [
             "garbage",
@@ -457,13 +496,13 @@ def test_transition_drops_garbage_and_keeps_foreign_conditions(name: str) -> Non
             {"type": 7, "status": "True"},
             foreign,
             {"type": "Running", "status": "Maybe", "reason": "X"},
-            {"type": "Ready", "status": "False", "reason": "Duplicate"},
+            {"type": "Available", "status": "False", "reason": "Duplicate"},
         ]
     }
     result = TRANSITIONS[name](status, 1, T0)
     assert result["conditions"][0] == foreign
     assert types(result)[1] == "Running"
-    assert types(result).count("Ready") == 1
+    assert types(result).count("Available") == 1
     assert all(isinstance(x, dict) and isinstance(x["type"], str) for x in result["conditions"])
 
 
@@ -479,8 +518,10 @@ def test_transition_tolerates_non_list_conditions(name: str, conditions: object)
 def test_transition_records_generation(name: str) -> None:
     start = c.failed(None, generation=1, now=T0, messages=["m"], result=None)
     result = TRANSITIONS[name](start, 9, T1)
-    # running() writes only Running; the others describe the last finished run.
-    written = ["Running"] if name == "running" else ["Running", "Successful", "Failure"]
+    # running() writes only Running and Ready; the others describe the last finished run.
+    written = ["Running", "Ready"]
+    if name != "running":
+        written += ["Successful", "Failure"]
     for ctype in written:
         assert cond(result, ctype)["observedGeneration"] == 9
     if name == "running":
@@ -636,7 +677,7 @@ def test_running_does_not_add_missing_outcome_conditions() -> None:
     status = c.running(
         with_times(OPERATOR_SDK_LEFTOVERS["running after success"][:2]), generation=1, now=T1
     )
-    assert types(status) == ["Running", "Successful"]
+    assert types(status) == ["Running", "Successful", "Ready"]
 
 
 @pytest.mark.parametrize("bad_status", ["Maybe", "", None, True, "true"])
@@ -648,4 +689,4 @@ def test_running_drops_outcome_conditions_with_invalid_status(bad_status: object
         ]
     )
     assert c.find_condition(status, "Successful") is None
-    assert types(c.running(status, generation=1, now=T1)) == ["Running"]
+    assert types(c.running(status, generation=1, now=T1)) == ["Running", "Ready"]

@@ -149,7 +149,10 @@ def test_a_successful_run_writes_running_then_successful(tmp_path: Path) -> None
     running = [c for c in statuses[0] if c["type"] == "Running"]
     assert running[0]["status"] == "True"  # first write: Running
     obj = api.obj()
-    assert condition(obj, "Running")["status"] == "False"
+    running_after = condition(obj, "Running")  # as operator-sdk: True, reason Successful
+    assert (running_after["status"], running_after["reason"]) == ("True", "Successful")
+    ready = condition(obj, "Ready")
+    assert (ready["status"], ready["observedGeneration"]) == ("True", 1)
     successful = condition(obj, "Successful")
     assert (successful["status"], successful["reason"]) == ("True", "Successful")
     assert successful["observedGeneration"] == 1

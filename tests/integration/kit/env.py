@@ -203,8 +203,8 @@ class Env:
     ) -> dict[str, Any]:
         """The CR once condition `ctype` has `status` (for its current generation unless
         `generation` is False; with `after`, once the condition's run completed later than that
-        `ansibleResult.completion`; with `idle`, in a read where `Running` is False too, between
-        two runs of a CR that is retried or requeued). On timeout the operator's log (`op`'s) is
+        `ansibleResult.completion`; with `idle`, in a read where no run goes on (`Running`'s
+        reason is not `Running`), between two runs of a CR that is retried or requeued). On timeout the operator's log (`op`'s) is
         printed."""
 
         def probe() -> dict[str, Any] | None:
@@ -216,7 +216,7 @@ class Env:
                 return None
             if after is not None and completion(cond) in (None, after):
                 return None
-            if idle and (condition(obj, "Running") or {}).get("status") != "False":
+            if idle and (condition(obj, "Running") or {}).get("reason") == "Running":
                 return None
             return obj
 
