@@ -1,34 +1,30 @@
 """Prometheus metrics of the runner, served on `--metrics-bind-address` at `/metrics`.
 
-Ours (labels `kind` and `group` are the watch's):
+operator-sdk's names first (dashboards and alerts built for it work unchanged):
 
-- `operator_runner_reconciles_total{kind,group,result}`: reconciles by result: `success`,
-  `failure` (the Ansible run reported failed tasks), `error` (the reconcile could not complete:
-  API errors, a run without a result, a bad annotation, a bug).
-- `operator_runner_reconcile_duration_seconds{kind,group}`: the whole reconcile, from taking
-  the key off the queue to the status written, Ansible run included. (operator-sdk's
-  `ansible_operator_reconciles` histogram stops its timer once the run is set up: a known fault
-  that makes every reconcile look instant.)
+- controller-runtime's and client-go's series (runner/app/crmetrics.py): reconciles by result,
+  errors, reconcile time, workers, the work queue family, `rest_client_requests_total`;
+- `ansible_operator_build_info{commit,version}` = 1; `ansible_operator_reconcile_result`
+  `{GVK,result}` (a gauge that only goes up, results `succeeded`/`failed`; both failures and
+  errors count as `failed`) and the `ansible_operator_reconciles{GVK}` histogram (operator-sdk's
+  stops its timer once the run is set up, a known fault; here it measures the whole reconcile).
+  `GVK` is written as Go's `schema.GroupVersionKind.String()` does: `group/version, Kind=Kind`;
+- `leader_election_master_status{name}`: 1 while this process holds the Lease, 0 otherwise;
+  only with `--leader-elect` (controller-runtime's name).
+
+Ours, only where they tell what those do not (labels `kind` and `group` are the watch's):
+
+- `operator_runner_reconciles_total{kind,group,result}`: `success`, `failure` (the Ansible run
+  reported failed tasks), `error` (the reconcile could not complete: API errors, a run without a
+  result, a bad annotation, a bug); controller-runtime counts the last two as one `error`.
 - `operator_runner_failed_tasks_total{kind,group}`: failed Ansible tasks.
-- `operator_runner_queue_depth{kind,group}`: keys due now and waiting for a worker;
-  `operator_runner_queue_scheduled{kind,group}`: keys waiting for a later time (resyncs,
-  backoff, requeue_after); `operator_runner_busy_workers{kind,group}`,
-  `operator_runner_workers{kind,group}`, and `operator_runner_queue_longest_wait_seconds`
-  `{kind,group}`: how long the key due the longest has waited for a worker (a backlog that does
-  not drain shows as a number that keeps growing). These are read from the controllers at
-  scrape time.
-- controller-runtime's work queue names, for its dashboards: `workqueue_depth{name}` (keys due
-  now) and `workqueue_queue_duration_seconds{name}`, how long each key waited for a worker once
-  due (`name` is `<kind>.<group>`, lower case).
+- `operator_runner_reconcile_duration_seconds{kind,group}`: the whole reconcile, with buckets
+  up to 30 minutes (controller-runtime's end at 60 s; Ansible runs often take longer).
+- `operator_runner_queue_scheduled{kind,group}`: keys waiting for a later time (resyncs,
+  backoff, requeue_after), which `workqueue_depth` does not count;
+  `operator_runner_queue_longest_wait_seconds{kind,group}`: how long the key due the longest
+  has waited for a worker (a backlog that does not drain shows as a number that keeps growing).
 - `operator_runner_build_info{version,python,ansible_core,ansible_runner,kopf}` = 1.
-- `leader_election_master_status{name}`: 1 while this process holds the Lease (the name
-  controller-runtime uses), 0 otherwise; only with `--leader-elect`.
-
-operator-sdk's names, for existing dashboards and alerts: `ansible_operator_reconcile_result`
-`{GVK,result}` (a gauge that only goes up, results `succeeded`/`failed`; both failures and
-errors count as `failed`) and the `ansible_operator_reconciles{GVK}` histogram (here it measures
-the whole reconcile too). `GVK` is written as Go's `schema.GroupVersionKind.String()` does:
-`group/version, Kind=Kind`.
 
 Plus the process metrics of prometheus-client (`process_*`, `python_*`).
 """
@@ -38,6 +34,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import (
@@ -55,22 +52,14 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from runner import __version__
-from runner.control.metrics import Result, WorkerStats
+from runner.app.crmetrics import ControllerRuntimeMetrics, controller_name
+from runner.control.metrics import Requeue, Result, WorkerStats
 
 # A reconcile runs ansible-playbook: from a fraction of a second to many minutes.
 DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 
 
 StatsSource = Callable[[], WorkerStats]
-
-
-def queue_name(kind: str, group: str) -> str:
-    """A controller's name in controller-runtime's workqueue metrics."""
-    return f"{kind}.{group}".lower() if group else kind.lower()
-
-
-#: Seconds a key waits for a worker once due: from at once to a backlog of many minutes.
-WAIT_BUCKETS = (0.01, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 
 
 def gvk_label(group: str, version: str, kind: str) -> str:
@@ -96,49 +85,28 @@ def build_info() -> dict[str, str]:
 
 
 class _ControllerCollector(Collector):
-    """Queue and worker gauges, read from the controllers when Prometheus scrapes."""
+    """Our queue gauges, read from the controllers when Prometheus scrapes."""
 
     def __init__(self) -> None:
         self.sources: dict[tuple[str, str], StatsSource] = {}
 
     def collect(self) -> Iterable[Metric]:
         labels = ["kind", "group"]
-        families = {
-            "depth": GaugeMetricFamily(
-                "operator_runner_queue_depth", "Keys due now, waiting for a worker.", labels=labels
-            ),
-            "scheduled": GaugeMetricFamily(
-                "operator_runner_queue_scheduled",
-                "Keys waiting for a later time (resync, backoff, requeue_after).",
-                labels=labels,
-            ),
-            "busy": GaugeMetricFamily(
-                "operator_runner_busy_workers", "Workers running a reconcile now.", labels=labels
-            ),
-            "workers": GaugeMetricFamily(
-                "operator_runner_workers", "Workers (max concurrent reconciles).", labels=labels
-            ),
-            "longest": GaugeMetricFamily(
-                "operator_runner_queue_longest_wait_seconds",
-                "How long the key due the longest has waited for a worker.",
-                labels=labels,
-            ),
-            "workqueue_depth": GaugeMetricFamily(
-                "workqueue_depth",
-                "Current depth of workqueue (controller-runtime).",
-                labels=["name"],
-            ),
-        }
+        scheduled = GaugeMetricFamily(
+            "operator_runner_queue_scheduled",
+            "Keys waiting for a later time (resync, backoff, requeue_after).",
+            labels=labels,
+        )
+        longest = GaugeMetricFamily(
+            "operator_runner_queue_longest_wait_seconds",
+            "How long the key due the longest has waited for a worker.",
+            labels=labels,
+        )
         for (kind, group), source in sorted(self.sources.items()):
             stats = source()
-            values = [kind, group]
-            families["depth"].add_metric(values, stats.queue_depth)
-            families["scheduled"].add_metric(values, stats.queue_scheduled)
-            families["busy"].add_metric(values, stats.busy_workers)
-            families["workers"].add_metric(values, stats.workers)
-            families["longest"].add_metric(values, stats.longest_wait)
-            families["workqueue_depth"].add_metric([queue_name(kind, group)], stats.queue_depth)
-        return families.values()
+            scheduled.add_metric([kind, group], stats.queue_scheduled)
+            longest.add_metric([kind, group], stats.longest_wait)
+        return [scheduled, longest]
 
 
 class PrometheusMetrics:
@@ -178,6 +146,13 @@ class PrometheusMetrics:
             registry=self.registry,
         )
         self.build_info.labels(**info).set(1)
+        self.sdk_build_info = Gauge(  # operator-sdk's (internal/ansible/metrics/metrics.go)
+            "ansible_operator_build_info",
+            "Build information for the ansible-operator binary",
+            ["commit", "version"],
+            registry=self.registry,
+        )
+        self.sdk_build_info.labels("", __version__).set(1)
         self.leader = Gauge(
             "leader_election_master_status",
             "1 while this process holds the leader election Lease, else 0.",
@@ -197,28 +172,34 @@ class PrometheusMetrics:
             ["GVK"],
             registry=self.registry,
         )
-        self.queue_wait = Histogram(
-            "workqueue_queue_duration_seconds",
-            "How long in seconds an item stays in workqueue before being requested "
-            "(controller-runtime's name; here: since it became due).",
-            ["name"],
-            buckets=WAIT_BUCKETS,
-            registry=self.registry,
-        )
+        self.controller_runtime = ControllerRuntimeMetrics(self.registry)
+        self._names: dict[tuple[str, str], str] = {}  # (kind, group) -> controller name
         self._controllers = _ControllerCollector()
         self.registry.register(self._controllers)
 
-    def track(self, kind: str, group: str, source: StatsSource) -> None:
+    def track(self, kind: str, group: str, version: str, source: StatsSource) -> None:
         """Report the queue and workers of a controller (read at scrape time)."""
         self._controllers.sources[(kind, group)] = source
+        name = self._names[(kind, group)] = controller_name(kind, version)
+        self.controller_runtime.track(name, source)
         for result in ("success", "failure", "error"):  # series exist from the start at 0
             self.reconciles.labels(kind, group, result)
         self.failed_tasks.labels(kind, group)
         self.duration.labels(kind, group)
-        self.queue_wait.labels(queue_name(kind, group))
+
+    def _name(self, kind: str, group: str, version: str = "") -> str:
+        return self._names.get((kind, group)) or controller_name(kind, version or "v1")
 
     def observe_reconcile(
-        self, kind: str, group: str, version: str, result: Result, seconds: float, failed_tasks: int
+        self,
+        kind: str,
+        group: str,
+        version: str,
+        result: Result,
+        seconds: float,
+        failed_tasks: int,
+        requeue: Requeue = "",
+        panic: bool = False,
     ) -> None:
         self.reconciles.labels(kind, group, result).inc()
         self.duration.labels(kind, group).observe(seconds)
@@ -227,14 +208,28 @@ class PrometheusMetrics:
         gvk = gvk_label(group, version, kind)
         self.sdk_results.labels(gvk, "succeeded" if result == "success" else "failed").inc()
         self.sdk_reconciles.labels(gvk).observe(seconds)
+        cr_result = "error" if result != "success" else (requeue or "success")
+        self.controller_runtime.observe_reconcile(
+            self._name(kind, group, version), cr_result, seconds, panic
+        )
 
     def observe_queue_wait(self, kind: str, group: str, seconds: float) -> None:
-        self.queue_wait.labels(queue_name(kind, group)).observe(seconds)
+        self.controller_runtime.observe_wait(self._name(kind, group), seconds)
+
+    def observe_add(self, kind: str, group: str) -> None:
+        self.controller_runtime.observe_add(self._name(kind, group))
+
+    def observe_retry(self, kind: str, group: str) -> None:
+        self.controller_runtime.observe_retry(self._name(kind, group))
+
+    def observe_request(self, method: str, host: str, code: str) -> None:
+        """An API request of the operator's (rest_client_requests_total)."""
+        self.controller_runtime.observe_request(method, host, code)
 
     def set_leader(self, name: str, leading: bool) -> None:
         self.leader.labels(name).set(1 if leading else 0)
 
-    def app(self) -> web.Application:
-        app = web.Application()
+    def app(self, middlewares: Iterable[Any] = ()) -> web.Application:
+        app = web.Application(middlewares=list(middlewares))
         app.router.add_get("/metrics", make_aiohttp_handler(self.registry))
         return app

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from runner.control.backoff import Backoff
-from runner.control.metrics import NULL_METRICS, Metrics, Result
+from runner.control.metrics import NULL_METRICS, Metrics, Requeue, Result
 from runner.control.queue import Lane, WorkQueue
 from runner.control.selectors import matches
 from runner.control.shards import Shards
@@ -65,6 +65,7 @@ class Controller:
         self._seen: dict[ObjectRef, Seen] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self.busy = 0
+        self._started: dict[ObjectRef, float] = {}  # the runs in progress, since when
         self.resource: Resource | None = None  # learnt from the first watch event
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -99,6 +100,7 @@ class Controller:
         while this replica holds it."""
         if self.shards is None or self.shards.may_run(ref):
             self.queue.add(ref, delay, lane)
+            self.metrics.observe_add(self.watch.gvk.kind, self.watch.gvk.group)
 
     def enqueue_all(self) -> int:
         """Reconcile every CR of this watch that is known (its role changed); how many."""
@@ -167,11 +169,12 @@ class Controller:
                 self.shards.settle(ref)
                 continue
             self.busy += 1
-            started = time.monotonic()
+            started = self._started[ref] = time.monotonic()
             try:
                 outcome = await self._reconcile(ref)
             finally:
                 self.busy -= 1
+                self._started.pop(ref, None)
                 self.queue.done(ref)
             self._observe(outcome, time.monotonic() - started)
             self._requeue(ref, outcome)
@@ -190,7 +193,13 @@ class Controller:
                 exc_info=not _is_api_error(err),
                 extra=cr_fields(ref.resource.kind, ref.namespace, ref.name),
             )
-            return Outcome(failed=True, detail=str(err), errored=True)
+            panic = not _is_api_error(err)
+            return Outcome(failed=True, detail=str(err), errored=True, panic=panic)
+
+    def running_seconds(self) -> tuple[float, ...]:
+        """How long each reconcile in progress has run so far."""
+        now = time.monotonic()
+        return tuple(now - started for started in self._started.values())
 
     def _observe(self, outcome: Outcome, seconds: float) -> None:
         gvk = self.watch.gvk
@@ -199,8 +208,18 @@ class Controller:
             result = "error"
         elif outcome.failed:
             result = "failure"
+        requeue: Requeue = ""
+        if not outcome.failed and outcome.requeue_after is not None:
+            requeue = "requeue_after" if outcome.requeue_after > 0 else "requeue"
         self.metrics.observe_reconcile(
-            gvk.kind, gvk.group, gvk.version, result, seconds, outcome.failed_tasks
+            gvk.kind,
+            gvk.group,
+            gvk.version,
+            result,
+            seconds,
+            outcome.failed_tasks,
+            requeue=requeue,
+            panic=outcome.panic,
         )
 
     def _observe_wait(self, seconds: float) -> None:
@@ -221,6 +240,7 @@ class Controller:
                 extra=cr_fields(ref.resource.kind, ref.namespace, ref.name),
             )
             self.enqueue(ref, delay, Lane.BACKGROUND)
+            self.metrics.observe_retry(self.watch.gvk.kind, self.watch.gvk.group)
             return
         self.backoff.reset(ref)
         if outcome.requeue_after is None:

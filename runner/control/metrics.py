@@ -7,26 +7,58 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 Result = Literal["success", "failure", "error"]
+#: What the worker does with the key after a reconcile that did not fail (controller-runtime's
+#: results): "" nothing, "requeue" at once, "requeue_after" later (resync, requeue_after).
+Requeue = Literal["", "requeue", "requeue_after"]
 
 
 class Metrics(Protocol):
     """What the controllers report. `NullMetrics` when metrics are off (and in unit tests)."""
 
     def observe_reconcile(
-        self, kind: str, group: str, version: str, result: Result, seconds: float, failed_tasks: int
-    ) -> None: ...
+        self,
+        kind: str,
+        group: str,
+        version: str,
+        result: Result,
+        seconds: float,
+        failed_tasks: int,
+        requeue: Requeue = "",
+        panic: bool = False,
+    ) -> None:
+        """A reconcile ended; `panic`: it raised unexpectedly (a bug)."""
 
     def observe_queue_wait(self, kind: str, group: str, seconds: float) -> None:
         """A key was handed to a worker `seconds` after it became due."""
 
+    def observe_add(self, kind: str, group: str) -> None:
+        """A key was put on the queue (now or for later)."""
+
+    def observe_retry(self, kind: str, group: str) -> None:
+        """A key was put back on the queue after a failure (with backoff)."""
+
 
 class NullMetrics:
     def observe_reconcile(
-        self, kind: str, group: str, version: str, result: Result, seconds: float, failed_tasks: int
+        self,
+        kind: str,
+        group: str,
+        version: str,
+        result: Result,
+        seconds: float,
+        failed_tasks: int,
+        requeue: Requeue = "",
+        panic: bool = False,
     ) -> None:
         return None
 
     def observe_queue_wait(self, kind: str, group: str, seconds: float) -> None:
+        return None
+
+    def observe_add(self, kind: str, group: str) -> None:
+        return None
+
+    def observe_retry(self, kind: str, group: str) -> None:
         return None
 
 
@@ -42,3 +74,4 @@ class WorkerStats:
     busy_workers: int
     workers: int
     longest_wait: float = 0.0  # seconds the key due the longest has waited for a worker
+    running: tuple[float, ...] = ()  # seconds each reconcile in progress has run so far

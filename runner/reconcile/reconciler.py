@@ -67,6 +67,7 @@ class Outcome:
     # for metrics: failed Ansible tasks; errored = could not complete (no result, bad annotation)
     failed_tasks: int = 0
     errored: bool = False
+    panic: bool = False  # the reconcile raised unexpectedly (a bug)
 
 
 @dataclass

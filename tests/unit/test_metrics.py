@@ -10,9 +10,11 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import generate_latest
 
 from runner.app.health import Health
-from runner.app.metrics import PrometheusMetrics, gvk_label, queue_name
+from runner import __version__
+from runner.app.crmetrics import controller_name
+from runner.app.metrics import PrometheusMetrics, gvk_label
 from runner.control.controller import Controller
-from runner.control.metrics import Result, WorkerStats
+from runner.control.metrics import Requeue, Result, WorkerStats
 from runner.control.queue import WorkQueue
 from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile.reconciler import Outcome, Reconciler
@@ -32,41 +34,69 @@ def value(text: str, series: str) -> float:
 
 def test_reconcile_counters_histograms_and_operator_sdk_names() -> None:
     m = PrometheusMetrics(process_metrics=False)
-    m.observe_reconcile("Echo", "swallowlab.com", "v1", "success", 2.5, 0)
+    m.track("Echo", "swallowlab.com", "v1", lambda: WorkerStats(0, 0, 0, 1))
+    m.observe_reconcile("Echo", "swallowlab.com", "v1", "success", 2.5, 0, "requeue_after")
+    m.observe_reconcile("Echo", "swallowlab.com", "v1", "success", 0.5, 0)
     m.observe_reconcile("Echo", "swallowlab.com", "v1", "failure", 1.0, 2)
-    m.observe_reconcile("Echo", "swallowlab.com", "v1", "error", 0.1, 0)
+    m.observe_reconcile("Echo", "swallowlab.com", "v1", "error", 0.1, 0, panic=True)
     text = scrape(m)
     labels = 'group="swallowlab.com",kind="Echo"'
-    assert value(text, f'operator_runner_reconciles_total{{{labels},result="success"}}') == 1
+    assert value(text, f'operator_runner_reconciles_total{{{labels},result="success"}}') == 2
     assert value(text, f'operator_runner_reconciles_total{{{labels},result="failure"}}') == 1
     assert value(text, f'operator_runner_reconciles_total{{{labels},result="error"}}') == 1
     assert value(text, f"operator_runner_failed_tasks_total{{{labels}}}") == 2
-    assert value(text, f"operator_runner_reconcile_duration_seconds_count{{{labels}}}") == 3
-    assert value(text, f"operator_runner_reconcile_duration_seconds_sum{{{labels}}}") == 3.6
+    assert value(text, f"operator_runner_reconcile_duration_seconds_count{{{labels}}}") == 4
+    assert value(text, f"operator_runner_reconcile_duration_seconds_sum{{{labels}}}") == 4.1
     gvk = "swallowlab.com/v1, Kind=Echo"
     assert gvk_label("swallowlab.com", "v1", "Echo") == gvk
-    assert value(text, f'ansible_operator_reconcile_result{{GVK="{gvk}",result="succeeded"}}') == 1
+    assert value(text, f'ansible_operator_reconcile_result{{GVK="{gvk}",result="succeeded"}}') == 2
     assert value(text, f'ansible_operator_reconcile_result{{GVK="{gvk}",result="failed"}}') == 2
-    assert value(text, f'ansible_operator_reconciles_count{{GVK="{gvk}"}}') == 3
+    assert value(text, f'ansible_operator_reconciles_count{{GVK="{gvk}"}}') == 4
+    # controller-runtime's, under operator-sdk's controller name
+    assert controller_name("Echo", "v1") == "echo-v1-controller"
+    ctl = 'controller="echo-v1-controller"'
+    for result, count in (("success", 1), ("requeue_after", 1), ("error", 2), ("requeue", 0)):
+        series = f'controller_runtime_reconcile_total{{{ctl},result="{result}"}}'
+        assert value(text, series) == count, series
+    assert value(text, f"controller_runtime_reconcile_errors_total{{{ctl}}}") == 2
+    assert value(text, f"controller_runtime_reconcile_panics_total{{{ctl}}}") == 1
+    assert value(text, f"controller_runtime_terminal_reconcile_errors_total{{{ctl}}}") == 0
+    assert value(text, f"controller_runtime_reconcile_time_seconds_count{{{ctl}}}") == 4
+    queue = 'controller="echo-v1-controller",name="echo-v1-controller"'
+    assert value(text, f"workqueue_work_duration_seconds_count{{{queue}}}") == 4
     build = [line for line in text.splitlines() if line.startswith("operator_runner_build_info{")]
     assert len(build) == 1 and build[0].endswith(" 1.0")
     for key in ("version", "python", "ansible_core", "ansible_runner", "kopf"):
         assert f'{key}="' in build[0]
+    assert value(text, f'ansible_operator_build_info{{commit="",version="{__version__}"}}') == 1
 
 
 def test_controller_gauges_are_read_at_scrape_time_and_series_start_at_zero() -> None:
     m = PrometheusMetrics(process_metrics=False)
-    stats = WorkerStats(queue_depth=3, queue_scheduled=7, busy_workers=1, workers=4)
-    m.track("Echo", "swallowlab.com", lambda: stats)
+    stats = WorkerStats(
+        queue_depth=3, queue_scheduled=7, busy_workers=1, workers=4, running=(2.0, 5.5)
+    )
+    m.track("Echo", "swallowlab.com", "v1alpha1", lambda: stats)
     text = scrape(m)
     labels = 'group="swallowlab.com",kind="Echo"'
-    assert value(text, f"operator_runner_queue_depth{{{labels}}}") == 3
+    ctl = 'controller="echo-v1alpha1-controller"'
+    queue = 'controller="echo-v1alpha1-controller",name="echo-v1alpha1-controller"'
+    assert value(text, f"workqueue_depth{{{queue}}}") == 3
     assert value(text, f"operator_runner_queue_scheduled{{{labels}}}") == 7
-    assert value(text, f"operator_runner_busy_workers{{{labels}}}") == 1
-    assert value(text, f"operator_runner_workers{{{labels}}}") == 4
+    assert value(text, f"controller_runtime_active_workers{{{ctl}}}") == 1
+    assert value(text, f"controller_runtime_max_concurrent_reconciles{{{ctl}}}") == 4
+    assert value(text, f"workqueue_unfinished_work_seconds{{{queue}}}") == 7.5
+    assert value(text, f"workqueue_longest_running_processor_seconds{{{queue}}}") == 5.5
     assert value(text, f'operator_runner_reconciles_total{{{labels},result="error"}}') == 0
+    for family in ("workqueue_adds_total", "workqueue_retries_total"):
+        assert value(text, f"{family}{{{queue}}}") == 0
+    assert value(text, f'controller_runtime_reconcile_total{{{ctl},result="success"}}') == 0
     stats = WorkerStats(queue_depth=0, queue_scheduled=0, busy_workers=0, workers=4)
-    assert value(scrape(m), f"operator_runner_queue_depth{{{labels}}}") == 0
+    text = scrape(m)
+    assert value(text, f"workqueue_depth{{{queue}}}") == 0
+    assert value(text, f"workqueue_longest_running_processor_seconds{{{queue}}}") == 0
+    for gone in ("operator_runner_queue_depth", "operator_runner_busy_workers"):
+        assert gone not in text  # covered by controller-runtime's series
 
 
 def test_a_backlog_shows_in_the_workqueue_metrics() -> None:
@@ -74,18 +104,42 @@ def test_a_backlog_shows_in_the_workqueue_metrics() -> None:
     stats = WorkerStats(
         queue_depth=40, queue_scheduled=20, busy_workers=2, workers=2, longest_wait=95.5
     )
-    m.track("EchoFlask", "swallowlab.com", lambda: stats)
-    assert queue_name("EchoFlask", "swallowlab.com") == "echoflask.swallowlab.com"
-    name = 'name="echoflask.swallowlab.com"'
-    assert value(scrape(m), f"workqueue_queue_duration_seconds_count{{{name}}}") == 0
+    m.track("EchoFlask", "swallowlab.com", "v1alpha1", lambda: stats)
+    queue = 'controller="echoflask-v1alpha1-controller",name="echoflask-v1alpha1-controller"'
+    assert value(scrape(m), f"workqueue_queue_duration_seconds_count{{{queue}}}") == 0
     for seconds in (0.05, 12.0, 95.5):
         m.observe_queue_wait("EchoFlask", "swallowlab.com", seconds)
+    for _ in range(3):
+        m.observe_add("EchoFlask", "swallowlab.com")
+    m.observe_retry("EchoFlask", "swallowlab.com")
     text = scrape(m)
-    assert value(text, f"workqueue_depth{{{name}}}") == 40
-    assert value(text, f"workqueue_queue_duration_seconds_count{{{name}}}") == 3
-    assert value(text, f'workqueue_queue_duration_seconds_bucket{{le="10.0",{name}}}') == 1
+    assert value(text, f"workqueue_depth{{{queue}}}") == 40
+    assert value(text, f"workqueue_queue_duration_seconds_count{{{queue}}}") == 3
+    bucket = (
+        'controller="echoflask-v1alpha1-controller",le="10.0",name="echoflask-v1alpha1-controller"'
+    )
+    assert value(text, f"workqueue_queue_duration_seconds_bucket{{{bucket}}}") == 1
+    assert value(text, f"workqueue_adds_total{{{queue}}}") == 3
+    assert value(text, f"workqueue_retries_total{{{queue}}}") == 1
     labels = 'group="swallowlab.com",kind="EchoFlask"'
     assert value(text, f"operator_runner_queue_longest_wait_seconds{{{labels}}}") == 95.5
+
+
+def test_rest_client_requests_are_counted_by_code_method_and_host() -> None:
+    m = PrometheusMetrics(process_metrics=False)
+    m.observe_request("GET", "10.0.0.1:6443", "200")
+    m.observe_request("GET", "10.0.0.1:6443", "200")
+    m.observe_request("PATCH", "10.0.0.1:6443", "<error>")
+    text = scrape(m)
+    assert (
+        value(text, 'rest_client_requests_total{code="200",host="10.0.0.1:6443",method="GET"}') == 2
+    )
+    assert (
+        value(
+            text, 'rest_client_requests_total{code="<error>",host="10.0.0.1:6443",method="PATCH"}'
+        )
+        == 1
+    )
 
 
 def test_the_controller_reports_how_long_keys_waited() -> None:
@@ -136,14 +190,34 @@ def test_queue_depth_counts_due_keys_only() -> None:
 class Observed:
     calls: list[tuple[str, str, str, Result, float, int]] = field(default_factory=list)
     waits: list[float] = field(default_factory=list)
+    requeues: list[Requeue] = field(default_factory=list)
+    panics: list[bool] = field(default_factory=list)
+    adds: int = 0
+    retries: int = 0
 
     def observe_reconcile(
-        self, kind: str, group: str, version: str, result: Result, seconds: float, failed_tasks: int
+        self,
+        kind: str,
+        group: str,
+        version: str,
+        result: Result,
+        seconds: float,
+        failed_tasks: int,
+        requeue: Requeue = "",
+        panic: bool = False,
     ) -> None:
         self.calls.append((kind, group, version, result, seconds, failed_tasks))
+        self.requeues.append(requeue)
+        self.panics.append(panic)
 
     def observe_queue_wait(self, kind: str, group: str, seconds: float) -> None:
         self.waits.append(seconds)
+
+    def observe_add(self, kind: str, group: str) -> None:
+        self.adds += 1
+
+    def observe_retry(self, kind: str, group: str) -> None:
+        self.retries += 1
 
 
 @dataclass
@@ -162,11 +236,11 @@ class FakeReconciler:
 
 
 def test_controller_reports_result_duration_and_failed_tasks() -> None:
-    async def go() -> list[tuple[str, str, str, Result, float, int]]:
+    async def go() -> Observed:
         observed = Observed()
         reconciler = FakeReconciler(
             [
-                Outcome(),
+                Outcome(requeue_after=600.0, periodic=True),
                 Outcome(failed=True, failed_tasks=2),
                 Outcome(failed=True, errored=True),
                 RuntimeError("boom"),
@@ -182,9 +256,13 @@ def test_controller_reports_result_duration_and_failed_tasks() -> None:
                 break
             await asyncio.sleep(0.01)
         await controller.stop(1)
-        return observed.calls
+        return observed
 
-    calls = asyncio.run(go())
+    observed = asyncio.run(go())
+    calls = observed.calls
+    assert observed.requeues == ["requeue_after", "", "", ""]
+    assert observed.panics == [False, False, False, True], "only the unexpected exception"
+    assert observed.adds == 4 + 4 and observed.retries == 3  # 4 keys, then 4 requeues
     assert [(c[3], c[5]) for c in calls] == [
         ("success", 0),
         ("failure", 2),
