@@ -8,6 +8,7 @@ endpoint off (an empty value too). Port 0 in an address asks the kernel for a fr
 from __future__ import annotations
 
 import logging
+import ssl
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -59,13 +60,19 @@ class Endpoint:
     """An aiohttp application served on one address, on the operator's event loop."""
 
     def __init__(
-        self, name: str, app: web.Application, address: BindAddress, flag: str = ""
+        self,
+        name: str,
+        app: web.Application,
+        address: BindAddress,
+        flag: str = "",
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         from aiohttp import web  # not at import time: the CLI validates addresses with this module
 
         self.name = name
         self.address = address
         self.flag = flag  # the flag that sets the address, named when it cannot be used
+        self.ssl_context = ssl_context  # HTTPS when given
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         self.bound: list[str] = []
 
@@ -88,14 +95,21 @@ class Endpoint:
         await self._runner.setup()
         from aiohttp import web
 
-        site = web.TCPSite(self._runner, self.address.host, self.address.port, reuse_address=True)
+        site = web.TCPSite(
+            self._runner,
+            self.address.host,
+            self.address.port,
+            reuse_address=True,
+            ssl_context=self.ssl_context,
+        )
         try:
             await site.start()
         except OSError as err:
             await self._runner.cleanup()
             raise SystemExit(self.bind_error(err)) from None
         self.bound = [_format(a) for a in self._runner.addresses]
-        log.info("serving %s on %s", self.name, ", ".join(self.bound))
+        scheme = "https" if self.ssl_context is not None else "http"
+        log.info("serving %s on %s (%s)", self.name, ", ".join(self.bound), scheme)
 
     async def stop(self) -> None:
         await self._runner.cleanup()

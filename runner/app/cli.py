@@ -9,12 +9,18 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from runner import __version__
 from runner.ansible.artifacts import default_artifacts_dir
 from runner.ansible.interface import LogEvents
-from runner.app import reconcile_cli  # reconcile KIND/NAME
+from runner.app import (
+    reconcile_cli,  # reconcile KIND/NAME
+    sdkflags,
+    zapflags,
+)
 from runner.app.bind import BindAddressError, parse_bind_address
+from runner.app.cliparser import Parser, log_events
 from runner.scaffold import cli as scaffold_cli  # init, create api
 from runner.util import logs
 from runner.util.durations import parse_period
@@ -22,13 +28,7 @@ from runner.util.durations import parse_period
 log = logging.getLogger("runner.cli")
 
 
-def _bool(text: str) -> bool:
-    value = text.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+_bool = sdkflags.go_bool
 
 
 def _duration(text: str) -> float:
@@ -91,9 +91,11 @@ def _add_production_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--metrics-bind-address",
         type=_bind_address,
-        default=":8080",
-        help="where /metrics is served: host:port or :port, 0 switches it off (default :8080)",
+        default=":8443",
+        help="where /metrics is served: host:port or :port, 0 switches it off (default :8443, "
+        "ansible-operator's; plain HTTP unless --metrics-secure)",
     )
+    sdkflags.add_metrics_security_flags(run)
     run.add_argument(
         "--health-probe-bind-address",
         type=_bind_address,
@@ -161,17 +163,21 @@ def _add_production_flags(run: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="operator-runner",
+def build_parser(prog: str = "operator-runner") -> argparse.ArgumentParser:
+    parser = Parser(
+        prog=prog,
         description="Run Kubernetes operators written as Ansible roles "
         "(operator-sdk's watches.yaml, kopf, ansible-runner).",
     )
     parser.add_argument("--version", action="version", version=f"operator-runner {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser),
+    )
     sub.add_parser("version", help="print the version")
     run = sub.add_parser(
         "run",
+        allow_abbrev=False,  # as Go's flags: a flag is spelled out
         help="watch the CRs of watches.yaml and reconcile them with their roles",
         description="Watch the custom resources named in watches.yaml and run their Ansible "
         "role or playbook for every change. Environment: WATCH_NAMESPACE (comma-separated; "
@@ -213,11 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--ansible-log-events",
-        type=LogEvents,
+        type=log_events,
         default=LogEvents.TASKS,
-        choices=list(LogEvents),
         metavar="{Tasks,Everything,Nothing}",
-        help="which Ansible events go to the log (default Tasks)",
+        help="which Ansible events go to the log, in any case (default Tasks)",
     )
     run.add_argument(
         "--inject-owner-ref",
@@ -234,13 +239,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="live reload: when a file of a role or playbook (or of what it includes from the "
         "project) changes, re-run every CR of its kind, also healthy ones (default off; on "
         "under make run)",
-    )
-    run.add_argument(
-        "--zap-log-level",
-        choices=("debug", "info", "error"),
-        default="info",
-        help="log level, as operator-sdk's flag (default info: task results that changed or "
-        "failed, runs that changed something; debug adds every task and every run)",
     )
     run.add_argument(
         "--owner-ref-on-update",
@@ -293,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="kubeconfig (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)",
     )
     _add_production_flags(run)
+    sdkflags.add_flags(run)
     reconcile_cli.add_command(sub)
     scaffold_cli.add_commands(sub)
     return parser
@@ -305,10 +304,12 @@ def watch_namespaces(environ: dict[str, str] | os._Environ[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    prog = sdkflags.program_name(sys.argv[0])
+    parser = build_parser(prog)
+    args = parser.parse_args(words)
     if args.command == "version":
-        print(f"operator-runner {__version__}")
+        print(f"{prog} {__version__}")
         return 0
     if args.command in scaffold_cli.COMMANDS:
         return scaffold_cli.run(args)
@@ -317,13 +318,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "run":
         parser.print_help()
         return 2
+    given = sdkflags.given_flags(words)
+    try:
+        sdkflags.resolve(args, given, os.environ)
+    except sdkflags.FlagConflict as err:
+        parser.error(str(err))
     if args.sharding and args.leader_elect:
         parser.error(
             "--sharding and --leader-elect exclude each other: with --sharding every replica "
             "works (on its share of the CRs); with --leader-elect one works and the others wait"
         )
-    logs.setup(args.log_format, logs.LEVELS[args.zap_log_level])
+    logs.setup(
+        zapflags.log_format(args, given),
+        zapflags.level(args),
+        args.zap_time_encoding,
+        zapflags.stack_level(args),
+    )
+    for line in sdkflags.notes(args, given, os.environ):
+        log.info("%s", line)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from runner.app.manager import OperatorConfig, run_operator  # heavy imports only when running
+    from runner.app.metricsserver import MetricsSecurity
     from runner.app.production import ProductionConfig
 
     production = ProductionConfig(
@@ -337,8 +355,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         lease_duration=args.leader_elect_lease_duration,
         renew_deadline=args.leader_elect_renew_deadline,
         retry_period=args.leader_elect_retry_period,
+        metrics_security=MetricsSecurity(
+            secure=args.metrics_secure,
+            require_rbac=args.metrics_require_rbac,
+            cert_dir=args.metrics_cert_path,
+            cert_name=args.metrics_cert_name,
+            key_name=args.metrics_cert_key,
+        ),
     )
-
     config = OperatorConfig(
         watches_file=args.watches_file,
         namespaces=watch_namespaces(os.environ),
@@ -356,6 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warm_idle_timeout=args.warm_idle_timeout,
         production=production,
         watch_roles=args.watch_roles,
+        proxy_port=args.proxy_port or 0,
     )
     return run_operator(config)
 

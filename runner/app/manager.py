@@ -65,6 +65,7 @@ class OperatorConfig:
     kubeconfig: str | None = None
     production: ProductionConfig = field(default_factory=ProductionConfig)  # metrics, probes, HA
     watch_roles: bool = False  # live reload: an edit of a role re-runs its CRs
+    proxy_port: int = 0  # the roles' API proxy (--proxy-port); 0: a free port
 
 
 def kind_env_name(prefix: str, watch: Watch) -> str:
@@ -243,7 +244,13 @@ async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
         adopt=config.owner_ref_on_update,
         on_write=lambda info, owner, obj: routes.on_write(dependents, info, owner, obj),
     )
-    await proxy.start()
+    try:
+        await proxy.start(config.proxy_port)
+    except OSError as err:
+        raise SystemExit(
+            f"operator-runner: --proxy-port={config.proxy_port}: cannot listen on 127.0.0.1: "
+            f"{err.strerror or err}; choose another port, or leave the flag out (a free port)"
+        ) from None
 
     @kopf.on.login(registry=registry)
     def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo:

@@ -32,7 +32,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from runner.app.bind import BindAddress, BindAddressError, Endpoint, parse_bind_address
@@ -50,15 +50,17 @@ from runner.app.lease import (
     new_identity,
 )
 from runner.app.metrics import PrometheusMetrics
+from runner.app.metricsserver import MetricsSecurity, metrics_endpoint
 from runner.app.rolemetrics import RoleMetrics
 from runner.control.controller import Controller, drain
 from runner.control.metrics import NULL_METRICS, Metrics, WorkerStats
+from runner.kube import requestlog
 from runner.kube.client import KubeClient
 from runner.watches import Watch
 
 log = logging.getLogger("runner.production")
 
-DEFAULT_METRICS_BIND_ADDRESS = ":8080"
+DEFAULT_METRICS_BIND_ADDRESS = ":8443"  # ansible-operator's (plain HTTP unless secure)
 DEFAULT_HEALTH_PROBE_BIND_ADDRESS = ":6789"
 # Where operator-sdk's osdk_metric module posts (http://localhost:5050/metrics).
 DEFAULT_ROLE_METRICS_BIND_ADDRESS = "127.0.0.1:5050"
@@ -76,6 +78,7 @@ class ProductionConfig:
     lease_duration: float = LEASE_DURATION
     renew_deadline: float = RENEW_DEADLINE
     retry_period: float = RETRY_PERIOD
+    metrics_security: MetricsSecurity = field(default_factory=MetricsSecurity)
 
 
 def _address(flag: str, value: str) -> BindAddress | None:
@@ -154,8 +157,9 @@ class Production:
                 prometheus = PrometheusMetrics()
                 metrics = prometheus
                 endpoints.append(
-                    Endpoint("metrics", prometheus.app(), metrics_at, "--metrics-bind-address")
+                    metrics_endpoint(prometheus, metrics_at, config.metrics_security, client)
                 )
+                requestlog.add_observer(prometheus.observe_request)
                 await endpoints[-1].start()
             if health_at is not None:
                 endpoints.append(
@@ -348,9 +352,10 @@ class Production:
                     busy_workers=controller.busy,
                     workers=controller.workers,
                     longest_wait=controller.queue.longest_wait(),
+                    running=controller.running_seconds(),
                 )
 
-            self.metrics.track(gvk.kind, gvk.group, stats)
+            self.metrics.track(gvk.kind, gvk.group, gvk.version, stats)
 
     # -- shutdown ---------------------------------------------------------------------------
 
@@ -369,6 +374,8 @@ class Production:
             self._set_leader(False)
         for endpoint in self._endpoints:
             await endpoint.stop()
+        if isinstance(self.metrics, PrometheusMetrics):
+            requestlog.remove_observer(self.metrics.observe_request)
 
 
 #: After the grace period, what cancelled runs, the Lease's release and the endpoints may take

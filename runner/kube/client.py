@@ -22,6 +22,7 @@ import aiohttp
 from yarl import URL
 
 from runner import __version__
+from runner.kube import requestlog
 from runner.kube.credentials import Credentials
 from runner.kube.paths import group_version_path, resource_path
 from runner.kube.reachability import (
@@ -174,6 +175,27 @@ def patch_event(namespace: str, name: str, patch: JSON) -> Request:
     )
 
 
+# Reviews, for the metrics endpoint's authentication and authorization (runner/app/metricsauth.py).
+
+
+def create_token_review(token: str) -> Request:
+    """Who a bearer token is (TokenReview, authentication.k8s.io/v1)."""
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": token},
+    }
+    return Request("POST", resource_path("authentication.k8s.io", "v1", "tokenreviews"), body=body)
+
+
+def create_subject_access_review(spec: JSON) -> Request:
+    """May this user do that (SubjectAccessReview, authorization.k8s.io/v1)."""
+    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+    return Request(
+        "POST", resource_path("authorization.k8s.io", "v1", "subjectaccessreviews"), body=body
+    )
+
+
 # Leases (coordination.k8s.io/v1), for leader election (runner/app/leader.py) and the shards'
 # membership (runner/app/sharding.py).
 
@@ -226,7 +248,8 @@ class AiohttpTransport:
     ) -> tuple[int, str, str]:
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self.ssl, limit=16)
+                connector=aiohttp.TCPConnector(ssl=self.ssl, limit=16),
+                trace_configs=requestlog.trace_configs(),
             )
         async with self._session.request(
             method,
@@ -341,6 +364,7 @@ class AsyncUpstream:
                 headers={"Accept-Encoding": "identity"},
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
                 connector=aiohttp.TCPConnector(ssl=self.ssl, limit=64),
+                trace_configs=requestlog.trace_configs(),
             )
         return self._session
 

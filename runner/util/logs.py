@@ -15,14 +15,48 @@ from typing import Any
 CR_KEYS = ("kind", "namespace", "name")
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "error": logging.ERROR}
 OTHER_KEYS = ("ansible_event", "file")
+#: The time field's formats (controller-runtime's --zap-time-encoding); None: ISO 8601, ms.
+TIME_FORMATS = ("epoch", "millis", "nanos", "iso8601", "rfc3339", "rfc3339nano")
 
 
 def cr_fields(kind: str, namespace: str | None, name: str) -> dict[str, Any]:
     return {"cr_kind": kind, "cr_namespace": namespace, "cr_name": name}
 
 
+_time_format: str | None = None
+
+
 def _stamp(record: logging.LogRecord) -> str:
-    return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+    moment = datetime.fromtimestamp(record.created, UTC)
+    if _time_format is None:
+        return moment.isoformat(timespec="milliseconds")
+    if _time_format == "epoch":
+        return f"{record.created:.6f}"
+    if _time_format == "millis":
+        return f"{record.created * 1000:.3f}"
+    if _time_format == "nanos":
+        return str(int(record.created * 1_000_000_000))
+    if _time_format == "iso8601":
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    if _time_format == "rfc3339":
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")  # rfc3339nano
+
+
+class _StackFrom(logging.Filter):
+    """Lines at or above `level` carry the stack where they were logged (zap's stacktraces)."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= self.level and not record.exc_info and not record.stack_info:
+            import traceback
+
+            frames = traceback.format_stack()[:-6]  # without logging's own frames
+            record.stack_info = "Stack (most recent call last):\n" + "".join(frames).rstrip()
+        return True
 
 
 class TextFormatter(logging.Formatter):
@@ -35,6 +69,8 @@ class TextFormatter(logging.Formatter):
         line = f"{_stamp(record)} {record.levelname:<7} {record.name}{about} {record.getMessage()}"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
+        if record.stack_info:
+            line += "\n" + record.stack_info
         return line
 
 
@@ -55,12 +91,26 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = fields[key]
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            entry["stacktrace"] = record.stack_info
         return json.dumps(entry, default=str)
 
 
-def setup(fmt: str = "text", level: int = logging.INFO) -> None:
+def setup(
+    fmt: str = "text",
+    level: int = logging.INFO,
+    time_format: str | None = None,
+    stack_level: int | None = None,
+) -> None:
+    """Log lines to stderr: `fmt` text or json, at `level` and above; `time_format` one of
+    TIME_FORMATS (None: ISO 8601 with milliseconds); `stack_level`: lines at or above it carry
+    the stack where they were logged."""
+    global _time_format
+    _time_format = time_format
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    if stack_level is not None:
+        handler.addFilter(_StackFrom(stack_level))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -46,7 +46,7 @@ def test_str_round_trips() -> None:
 
 def test_cli_defaults_are_operator_sdk_s() -> None:
     args = build_parser().parse_args(["run"])
-    assert args.metrics_bind_address == ":8080"
+    assert args.metrics_bind_address == ":8443"  # ansible-operator-plugins' (v1.30: :8080)
     assert args.health_probe_bind_address == ":6789"
     assert args.leader_elect is False
     assert args.leader_election_id is None
