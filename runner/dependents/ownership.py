@@ -225,6 +225,7 @@ class Primary:
     namespace: str
     name: str
     via_annotation: bool  # operator-sdk's primary-resource annotations, not an ownerReference
+    cluster_scoped: bool = False  # the object pointing at it has no namespace
 
 
 def owners_of(obj: Mapping[str, Any]) -> list[Primary]:
@@ -248,5 +249,5 @@ def owners_of(obj: Mapping[str, Any]) -> list[Primary]:
     if key and kind_group:
         ns, _, name = str(key).rpartition("/")
         kind, _, group = str(kind_group).partition(".")
-        found.append(Primary(group, kind, ns, name, via_annotation=True))
+        found.append(Primary(group, kind, ns, name, True, cluster_scoped=not namespace))
     return found

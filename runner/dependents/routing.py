@@ -2,10 +2,12 @@
 which primary CR.
 
 A role's write through the proxy makes its kind watched (unless the watch says
-`watchDependentResources: false`, blacklists the kind, or the object is the CR itself; objects in
-other namespaces or cluster-scoped ones only with `watchClusterScopedResources`). A change to a
-dependent reconciles the primary it points at, if that primary is one of our watches (through
-the primary-resource annotations only with `watchClusterScopedResources`).
+`watchDependentResources: false`, blacklists the kind, or the object is the CR itself;
+cluster-scoped objects only with `watchClusterScopedResources`). Namespaced objects in another
+namespace are watched whatever that key says, as operator-sdk does (proxy.go's
+addWatchToController), in the watched namespaces and theirs. A change to a dependent reconciles
+the primary it points at, if that primary is one of our watches (a cluster-scoped object's
+primary-resource annotations only with `watchClusterScopedResources`).
 
 The targets are the controllers, seen here only as `Target`: a watch and a way to enqueue.
 """
@@ -44,7 +46,11 @@ class Routes:
         target = self._by_kind.get((primary.group, primary.kind))
         if target is None:
             return False
-        if primary.via_annotation and not target.watch.watch_cluster_scoped_resources:
+        if (
+            primary.via_annotation
+            and primary.cluster_scoped
+            and not target.watch.watch_cluster_scoped_resources
+        ):
             return False
         return target.enqueue_named(primary.namespace, primary.name)
 
@@ -63,10 +69,10 @@ class Routes:
         watch = target.watch
         if is_owner(info, obj, owner) or blacklisted(watch, info, obj):
             return
-        cross = not same_namespace(info, obj, owner)
-        if cross and not watch.watch_cluster_scoped_resources:
-            return
-        dependents.ensure(info, cluster_wide=cross)
+        namespace = info.namespace or str((obj.get("metadata") or {}).get("namespace") or "")
+        if not namespace and not watch.watch_cluster_scoped_resources:
+            return  # cluster-scoped: only with watchClusterScopedResources, as operator-sdk
+        dependents.ensure(info, cluster_wide=not namespace and not same_namespace(info, obj, owner))
 
 
 def blacklisted(watch: Watch, info: RequestInfo, obj: Mapping[str, Any]) -> bool:

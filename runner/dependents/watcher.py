@@ -85,14 +85,16 @@ class DependentWatches:
             return True
         return False
 
-    def ensure(self, info: RequestInfo, cluster_wide: bool) -> None:
-        """Watch `info`'s kind (in the watched namespaces, or everywhere when `cluster_wide`)."""
+    def ensure(self, info: RequestInfo, cluster_wide: bool = False) -> None:
+        """Watch `info`'s kind: in the watched namespaces and the object's own (a role may
+        write into another namespace), or everywhere (all namespaces watched, a cluster-scoped
+        kind, or `cluster_wide`)."""
         if self._stopped:
             return
         scopes = (
             [""]
             if cluster_wide or not self.namespaces or not info.namespace
-            else list(self.namespaces)
+            else sorted({*self.namespaces, info.namespace})
         )
         for namespace in scopes:
             kind = Kind(info.group, info.version, info.plural, namespace)

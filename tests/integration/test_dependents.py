@@ -19,6 +19,7 @@ pytestmark = pytest.mark.integration
 
 GROUP = "dep.operator-runner.dev"
 WATCHES = PROJECT / "watches-dependents.yaml"
+KINDS = ("Owner", "Secretive", "Neighbour")
 
 
 class Env(kit.Env):
@@ -33,7 +34,7 @@ def env(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         temporary_namespace(cluster, "dep") as ns,
         temporary_namespace(cluster, "far") as other,
     ):
-        for kind in ("Owner", "Secretive"):
+        for kind in KINDS:
             install_crd(api, crd(GROUP, kind))
         environment = Env(cluster, api, ns, tmp, group=GROUP, watches=WATCHES)
         environment.other = other
@@ -42,7 +43,7 @@ def env(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             yield environment
         finally:
             environment.stop()
-            for kind in ("Owner", "Secretive"):
+            for kind in KINDS:
                 cluster.kubectl(
                     "delete", "crd", f"{kind.lower()}s.{GROUP}", "--wait=false", check=False
                 )
@@ -186,14 +187,18 @@ def _run_finished(env: Env, name: str) -> bool:
     return bool(running and running["reason"] != "Running")
 
 
-def test_cross_namespace_object_gets_annotations_and_triggers(env: Env) -> None:
-    env.create("Owner", "far", {"otherNamespace": env.other, "value": "one"})
-    env.wait_condition("Owner", "far", generation=False, timeout=90)
-    name = f"{env.ns}-far-far"
+@pytest.mark.parametrize("kind", ["Owner", "Neighbour"])
+def test_cross_namespace_object_gets_annotations_and_triggers(env: Env, kind: str) -> None:
+    """With or without watchClusterScopedResources (Owner has it, Neighbour not), as in
+    operator-sdk: a change to a dependent in another namespace reconciles its CR."""
+    cr = f"far-{kind.lower()}"
+    env.create(kind, cr, {"otherNamespace": env.other, "value": "one"})
+    env.wait_condition(kind, cr, generation=False, timeout=90)
+    name = f"{env.ns}-{cr}-far"
     far = env.config_map(name, env.other)
     assert far is not None and not far.metadata.owner_references
-    assert far.metadata.annotations["operator-sdk/primary-resource"] == f"{env.ns}/far"
-    assert far.metadata.annotations["operator-sdk/primary-resource-type"] == f"Owner.{GROUP}"
+    assert far.metadata.annotations["operator-sdk/primary-resource"] == f"{env.ns}/{cr}"
+    assert far.metadata.annotations["operator-sdk/primary-resource-type"] == f"{kind}.{GROUP}"
     env.core.patch_namespaced_config_map(name, env.other, {"data": {"value": "changed"}})
     wait_for(
         lambda: env.config_map(name, env.other).data["value"] == "one",  # type: ignore[union-attr]

@@ -67,17 +67,31 @@ def test_no_watch_without_watch_dependent_resources_or_when_blacklisted() -> Non
     assert write(r, POD, POD_OBJ).ensured == []
 
 
-def test_cross_namespace_writes_need_watch_cluster_scoped_resources() -> None:
+def test_cross_namespace_writes_are_watched_regardless_of_the_key() -> None:
+    """As operator-sdk: a namespaced dependent in another namespace is watched (through the
+    primary-resource annotations) whether or not watchClusterScopedResources is on."""
     other = RequestInfo("", "v1", "other", "pods", "p")
+    for options in ({}, {"watch_cluster_scoped_resources": True}):
+        r, _ = routes(**options)
+        assert write(r, other, POD_OBJ).ensured == [(other, False)]  # there, not everywhere
+
+
+def test_cluster_scoped_writes_need_watch_cluster_scoped_resources() -> None:
+    node = RequestInfo("", "v1", "", "namespaces", "n")
+    obj = {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "n"}}
     r, _ = routes()
-    assert write(r, other, POD_OBJ).ensured == []
+    assert write(r, node, obj).ensured == []
     r, _ = routes(watch_cluster_scoped_resources=True)
-    assert write(r, other, POD_OBJ).ensured == [(other, True)]
+    assert write(r, node, obj).ensured == [(node, True)]
 
 
 def test_triggers_reach_our_primaries_only() -> None:
     r, target = routes()
     assert r.trigger(Primary("x.io", "Echo", "ns", "e", via_annotation=False))
     assert not r.trigger(Primary("apps", "ReplicaSet", "ns", "rs", via_annotation=False))
-    assert not r.trigger(Primary("x.io", "Echo", "ns", "f", via_annotation=True))
-    assert target.enqueued == [("ns", "e")]
+    assert r.trigger(Primary("x.io", "Echo", "ns", "f", via_annotation=True))  # other namespace
+    far = Primary("x.io", "Echo", "ns", "g", via_annotation=True, cluster_scoped=True)
+    assert not r.trigger(far)  # a cluster-scoped dependent: only with the key
+    assert target.enqueued == [("ns", "e"), ("ns", "f")]
+    r, target = routes(watch_cluster_scoped_resources=True)
+    assert r.trigger(far) and target.enqueued == [("ns", "g")]
