@@ -1,14 +1,29 @@
-"""Where runs leave their files: one private folder per CR, bounded in count, removed with the CR.
+"""Where runs leave their files: operator-sdk's layout, bounded in count, removed with the CR.
 
-operator-sdk never removes runner artifact folders, so disk and inodes fill on busy clusters.
-Here every CR gets `<root>/<group>/<kind>/<namespace>/<name>/` (mode 0700: it holds the CR's
-spec), ansible-runner keeps at most `maxRunnerArtifacts` runs in it, the folder goes when the CR
-goes, and `sweep` removes folders of CRs that disappeared while the operator was down.
+Every CR gets operator-sdk's runner folder, `<root>/<group>/<version>/<kind>/<namespace>/<name>/`
+(empty parts left out, as Go's filepath.Join does: the core group, a cluster-scoped CR's
+namespace), mode 0700 (it holds the CR's spec). ansible-runner writes one folder per run into its
+`artifacts/`, and `artifacts/latest` points at the last one, so the last run's output is where
+operator-sdk's docs say: `.../artifacts/latest/stdout`.
+
+The root is operator-sdk's, `/tmp/ansible-operator/runner`, for the one operator that holds its
+lock (`.lock` in it, an flock held as long as the process lives); a second operator on the same
+host (tests, `make run` beside a `reconcile`) gets a root of its own instead,
+`$TMPDIR/operator-runner/<hash of the watches file's path>`, and says so, so two operators never
+sweep each other's folders.
+
+Unlike operator-sdk (whose folders are never removed, filling disks and inodes), at most
+`maxRunnerArtifacts` runs are kept per CR (the annotation's `"0"` keeps all, as there), the
+folder goes when the CR goes, and `sweep` removes folders of CRs that disappeared while the
+operator was down.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
@@ -17,16 +32,54 @@ from pathlib import Path
 
 from runner.kube.resources import ObjectRef
 
+log = logging.getLogger("runner.artifacts")
 
-def default_artifacts_dir(watches_file: Path, tmp: str | None = None) -> Path:
-    """`$TMPDIR/operator-runner/<hash of the watches file's absolute path>`: one root per
-    operator, so two operators on one machine never sweep each other's folders."""
+#: operator-sdk's runner folder root (internal/ansible/runner/runner.go).
+SDK_ROOT = Path("/tmp/ansible-operator/runner")
+LATEST = "latest"
+_held: list[int] = []  # the lock of the shared root, held until the process ends
+
+
+def claim(root: Path) -> bool:
+    """Take `root` for this process (an flock on `root/.lock`); False when another live process
+    has it, or it cannot be made ours (another user's folder)."""
+    try:
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(root / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _held.append(fd)
+    return True
+
+
+def private_root(watches_file: Path, tmp: str | None = None) -> Path:
+    """`$TMPDIR/operator-runner/<hash of the watches file's absolute path>`."""
     digest = hashlib.sha256(str(watches_file.absolute()).encode()).hexdigest()[:12]
     return Path(tmp or tempfile.gettempdir()) / "operator-runner" / digest
 
 
-def _safe(part: str) -> str:
-    return part.replace("/", "_") or "_"
+def default_artifacts_dir(
+    watches_file: Path, tmp: str | None = None, shared: Path = SDK_ROOT
+) -> Path:
+    """operator-sdk's root when this process gets it, else one of its own (see the module)."""
+    if claim(shared):
+        return shared
+    own = private_root(watches_file, tmp)
+    log.info("artifacts: %s is in use by another operator on this host; using %s", shared, own)
+    return own
+
+
+def _parts(*parts: str) -> list[str]:
+    return [p.replace("/", "_") for p in parts if p]
+
+
+def latest_stdout(private: Path) -> Path:
+    return private / "artifacts" / LATEST / "stdout"
 
 
 class Artifacts:
@@ -35,29 +88,65 @@ class Artifacts:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(root, 0o700)
 
-    def kind_dir(self, ref: ObjectRef) -> Path:
-        return self.root / _safe(ref.resource.group or "core") / _safe(ref.resource.kind)
+    def kind_dir(self, group: str, version: str, kind: str) -> Path:
+        return self.root.joinpath(*_parts(group, version, kind))
+
+    def _cr_dir(self, ref: ObjectRef) -> Path:
+        r = ref.resource
+        return self.kind_dir(r.group, r.version, r.kind).joinpath(
+            *_parts(ref.namespace or "", ref.name)
+        )
 
     def private_dir(self, ref: ObjectRef) -> Path:
-        path = self.kind_dir(ref) / _safe(ref.namespace or "_cluster") / _safe(ref.name)
+        path = self._cr_dir(ref)
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         return path
 
     def remove(self, ref: ObjectRef) -> None:
-        path = self.kind_dir(ref) / _safe(ref.namespace or "_cluster") / _safe(ref.name)
-        shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(self._cr_dir(ref), ignore_errors=True)
 
-    def sweep(self, group: str, kind: str, alive: Iterable[ObjectRef]) -> int:
+    def sweep(
+        self,
+        group: str,
+        version: str,
+        kind: str,
+        alive: Iterable[ObjectRef],
+        namespaced: bool | None = True,
+    ) -> int:
         """Remove the folders of CRs of `kind` that are not `alive` (deleted while the operator
-        was down, say); return how many."""
-        keep = {(_safe(r.namespace or "_cluster"), _safe(r.name)) for r in alive}
-        base = self.root / _safe(group or "core") / _safe(kind)
-        removed = 0
+        was down, say); return how many. `namespaced` None: the scope is not known (no CR of
+        the kind was seen), so everything under the kind goes."""
+        base = self.kind_dir(group, version, kind)
         if not base.is_dir():
             return 0
-        for ns_dir in base.iterdir():
-            for cr_dir in ns_dir.iterdir() if ns_dir.is_dir() else ():
-                if (ns_dir.name, cr_dir.name) not in keep:
-                    shutil.rmtree(cr_dir, ignore_errors=True)
-                    removed += 1
+        keep = {self._cr_dir(r) for r in alive}
+        if namespaced:
+            folders = [c for n in base.iterdir() if n.is_dir() for c in n.iterdir()]
+        else:
+            folders = list(base.iterdir())
+        removed = 0
+        for folder in folders:
+            if folder not in keep and folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
         return removed
+
+
+def finish_run(private: Path, ident: str, keep: int) -> None:
+    """After a run: `artifacts/latest` points at it, and only the `keep` newest runs stay
+    (`keep` < 1: all, as ansible-runner's --rotate-artifacts 0)."""
+    runs = private / "artifacts"
+    if not (runs / ident).is_dir():
+        return
+    link = runs / f".{LATEST}.{ident}"
+    with contextlib.suppress(FileNotFoundError):
+        link.unlink()
+    os.symlink(ident, link)  # relative: the folder may be moved or mounted elsewhere
+    os.replace(link, runs / LATEST)
+    if keep < 1:
+        return
+    folders = [p for p in runs.iterdir() if p.name != LATEST and not p.is_symlink() and p.is_dir()]
+    folders.sort(key=lambda p: (p.stat().st_mtime, p.name))
+    for old in folders[: max(0, len(folders) - keep)]:
+        if old.name != ident:
+            shutil.rmtree(old, ignore_errors=True)

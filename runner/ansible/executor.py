@@ -26,7 +26,7 @@ from typing import Any
 import ansible_runner
 import pexpect
 
-from runner.ansible import collections_path
+from runner.ansible import artifacts, collections_path
 from runner.ansible.interface import LogEvents, RunRequest, RunResult
 from runner.ansible.results import RunSummary, apply_event
 from runner.ansible.warm import WarmPool
@@ -297,7 +297,7 @@ class Executor:
             envvars=envvars,
             verbosity=request.verbosity or None,
             cmdline=shlex.join(cmdline) if cmdline else None,
-            rotate_artifacts=max(request.rotate, 1),
+            rotate_artifacts=0,  # artifacts.finish_run keeps `latest` out of the rotation
             quiet=not request.echo,
             event_handler=on_event,
             cancel_callback=cancel,
@@ -307,6 +307,7 @@ class Executor:
             settings={"suppress_ansible_output": not request.echo, "pexpect_timeout": 0.5},
         )
         _scrub_command(private / "artifacts" / request.ident / "command")
+        artifacts.finish_run(private, request.ident, request.rotate)
         tail = ""
         if not summary.finished or runner.status != "successful":
             tail = _tail(runner)

@@ -51,15 +51,22 @@ class RunResult:
         return self.summary.finished and not self.summary.failures and self.status == "successful"
 
 
-def role_playbook_text(role: str, gather_facts: bool = False) -> str:
-    """The playbook that runs a `role:` watch, as operator-sdk (via ansible-runner) does."""
+def role_playbook_text(role: str, skip_facts: bool = False) -> str:
+    """The playbook that runs a `role:` watch, as operator-sdk's (ansible-runner's `--role`)
+    does: facts gathered as Ansible's `gathering` setting says (by default they are), or not at
+    all with `skip_facts` (operator-sdk's `--role-skip-facts`, given when ANSIBLE_GATHERING is
+    `explicit`)."""
     return (
         "---\n"
-        "- hosts: localhost\n"
-        f"  gather_facts: {'true' if gather_facts else 'false'}\n"
-        "  roles:\n"
+        "- hosts: localhost\n" + ("  gather_facts: false\n" if skip_facts else "") + "  roles:\n"
         f"    - role: {json.dumps(role)}\n"
     )
+
+
+def skip_facts(environ: Mapping[str, str]) -> bool:
+    """operator-sdk's rule (internal/ansible/runner/runner.go): role runs skip gathering facts
+    when ANSIBLE_GATHERING is exactly `explicit`."""
+    return environ.get("ANSIBLE_GATHERING") == "explicit"
 
 
 class Runs(Protocol):

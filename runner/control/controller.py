@@ -140,7 +140,10 @@ class Controller:
         await asyncio.sleep(first)  # a schedule, not a condition: the watch has listed by now
         while True:
             gvk = self.watch.gvk
-            removed = self.reconciler.artifacts.sweep(gvk.group, gvk.kind, set(self._seen))
+            namespaced = self.resource.namespaced if self.resource is not None else None
+            removed = self.reconciler.artifacts.sweep(
+                gvk.group, gvk.version, gvk.kind, set(self._seen), namespaced
+            )
             if removed:
                 log.info("removed the artifacts of %d %s gone while unwatched", removed, gvk.kind)
             await asyncio.sleep(every)

@@ -36,8 +36,9 @@ def verbosity(annotations: Mapping[str, str]) -> int | None:
 
 
 def max_artifacts(annotations: Mapping[str, str], default: int) -> int:
-    """The count of runs to keep: the CR's annotation when it is a positive integer."""
-    value = annotation_int(annotations, MAX_RUNNER_ARTIFACTS_ANNOTATION, minimum=1)
+    """The count of runs to keep: the CR's annotation when given; `"0"` keeps all of them, as
+    operator-sdk passes it to ansible-runner's --rotate-artifacts (0: no rotation)."""
+    value = annotation_int(annotations, MAX_RUNNER_ARTIFACTS_ANNOTATION, minimum=0)
     return default if value is None else value
 
 

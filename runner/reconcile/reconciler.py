@@ -53,6 +53,8 @@ class Options:
     log_events: LogEvents = LogEvents.TASKS
     check: bool = False  # Ansible check mode; the reconciler writes nothing either
     echo: bool = False  # Ansible's own output to stdout (`operator-runner reconcile`)
+    skip_facts: bool = False  # role runs gather no facts (ANSIBLE_GATHERING=explicit)
+    debug_logs: bool = False  # each run's whole output to the log (ANSIBLE_DEBUG_LOGS)
 
 
 @dataclass
@@ -251,7 +253,21 @@ class Reconciler:
             private / "artifacts" / ident,
             extra={**cr_log_fields(ref), "artifacts": str(private / "artifacts" / ident)},
         )
+        if self.options.debug_logs:
+            self._log_output(ref, private / "artifacts" / ident / "stdout")
         return result
+
+    def _log_output(self, ref: ObjectRef, stdout: Path) -> None:
+        """ANSIBLE_DEBUG_LOGS: the run's whole output to the log, as operator-sdk prints it."""
+        try:
+            text = stdout.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return
+        if text:
+            r = ref.resource
+            title = f"Ansible Debug Result ({r.group}/{r.version}, Kind={r.kind}, {ref.name}/"
+            title += f"{ref.namespace or ''})"
+            log.info("\n----- %s -----\n\n%s\n\n----------", title, text, extra=cr_log_fields(ref))
 
     def _credentials(self, obj: Mapping[str, Any]) -> AbstractContextManager[dict[str, str]]:
         """How the run reaches the API: through the proxy (owner injection, dependent
@@ -270,9 +286,10 @@ class Reconciler:
             return Path(playbook)
         assert role is not None
         path = private / "project" / ("finalizer.yml" if finalizing else "main.yml")
-        if not path.exists():
+        text = role_playbook_text(role, skip_facts=self.options.skip_facts)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.parent.mkdir(exist_ok=True, mode=0o700)
-            path.write_text(role_playbook_text(role), encoding="utf-8")
+            path.write_text(text, encoding="utf-8")
         return path
 
     # -- reporting --------------------------------------------------------------------------

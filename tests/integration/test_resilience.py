@@ -113,7 +113,7 @@ def _run_starts(op: RunningOperator, names: list[str]) -> dict[str, list[float]]
     ident is the time it was made, just before ansible-runner starts."""
     starts: dict[str, list[float]] = {}
     for name in names:
-        runs = op.artifacts.glob(f"{GROUP}/Slow/*/{name}/artifacts/*")
+        runs = op.artifacts.glob(f"{GROUP}/v1/Slow/*/{name}/artifacts/*")
         starts[name] = sorted(int(run.name) / 1e9 for run in runs if run.name.isdigit())
     return starts
 

@@ -260,6 +260,9 @@ def test_requeue_after_runs_again_and_status_is_finished(env: Env) -> None:
     env.wait_condition("Requeue", "rq", "Successful", idle=True)
     run_dirs = _artifact_runs(env.op.artifacts, "Requeue", env.ns, "rq")
     assert 1 <= len(run_dirs) <= 2, run_dirs
+    # operator-sdk's debugging path: <group>/<version>/<kind>/<ns>/<name>/artifacts/latest/stdout
+    latest = _artifact_dir(env.op.artifacts, "Requeue", env.ns, "rq") / "artifacts" / "latest"
+    assert "PLAY RECAP" in (latest / "stdout").read_text()
     env.delete("Requeue", "rq")
     wait_for(
         lambda: not _artifact_dir(env.op.artifacts, "Requeue", env.ns, "rq").exists(),
@@ -269,12 +272,34 @@ def test_requeue_after_runs_again_and_status_is_finished(env: Env) -> None:
 
 
 def _artifact_dir(root: Path, kind: str, ns: str, name: str) -> Path:
-    return root / GROUP / kind / ns / name
+    return root / GROUP / "v1" / kind / ns / name
 
 
 def _artifact_runs(root: Path, kind: str, ns: str, name: str) -> list[str]:
+    """The runs' folders (without `latest`, the link to the last one)."""
     path = _artifact_dir(root, kind, ns, name) / "artifacts"
-    return sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+    return sorted(p.name for p in path.iterdir() if p.name != "latest") if path.is_dir() else []
+
+
+def test_max_runner_artifacts_zero_keeps_every_run(env: Env) -> None:
+    """The annotation's "0" keeps all runs, as operator-sdk reads it; the folder still goes
+    with the CR."""
+    env.create(
+        "Requeue",
+        "keep",
+        annotations={"ansible.sdk.operatorframework.io/max-runner-artifacts": "0"},
+    )
+    wait_for(
+        lambda: len(_artifact_runs(env.op.artifacts, "Requeue", env.ns, "keep")) >= 22,
+        timeout=90,
+        what="22 runs kept (the default keeps 20)",
+    )
+    env.delete("Requeue", "keep")
+    wait_for(
+        lambda: not _artifact_dir(env.op.artifacts, "Requeue", env.ns, "keep").exists(),
+        timeout=30,
+        what="the CR's artifacts to be removed",
+    )
 
 
 def test_twenty_crs_at_once_all_succeed(env: Env) -> None:

@@ -256,7 +256,7 @@ def test_no_status_without_manage_status(tmp_path: Path) -> None:
     "annotation",
     [
         {"ansible.sdk.operatorframework.io/verbosity": "loud"},
-        {"ansible.sdk.operatorframework.io/max-runner-artifacts": "0"},
+        {"ansible.sdk.operatorframework.io/max-runner-artifacts": "-1"},
         {"ansible.sdk.operatorframework.io/reconcile-period": "soon"},
     ],
 )
@@ -324,7 +324,7 @@ def test_the_run_log_line_names_its_artifacts(
     with caplog.at_level("INFO", logger="runner.reconcile"):
         reconcile(reconciler(tmp_path, api, runs))
     [line] = [r for r in caplog.records if r.getMessage().startswith("ran reconcile")]
-    where = tmp_path / "artifacts" / "x.example.com" / "Echo" / "ns" / "e1" / "artifacts"
+    where = tmp_path / "artifacts" / "x.example.com" / "v1" / "Echo" / "ns" / "e1" / "artifacts"
     assert f"(artifacts: {where / runs.requests[0].ident})" in line.getMessage()
     assert line.__dict__["artifacts"] == str(where / runs.requests[0].ident)
 
