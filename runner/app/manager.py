@@ -18,7 +18,7 @@ from typing import Any
 from runner.ansible import collections_path
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.executor import Executor
-from runner.ansible.interface import LogEvents
+from runner.ansible.interface import LogEvents, skip_facts
 from runner.app import outage
 from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
 from runner.app.crddiscovery import serve_crds_despite_discovery_lag
@@ -99,14 +99,31 @@ def watch_options(config: OperatorConfig, watch: Watch, environ: Mapping[str, st
         verbosity=config.verbosity if verbosity is None else verbosity,
         ansible_args=config.ansible_args,
         log_events=config.log_events,
+        skip_facts=skip_facts(environ),
+        debug_logs=debug_logs(environ),
     )
 
 
+def debug_logs(environ: Mapping[str, str]) -> bool:
+    """ANSIBLE_DEBUG_LOGS, read as operator-sdk reads it (Go's strconv.ParseBool; anything else
+    is false, with one log line)."""
+    raw = environ.get("ANSIBLE_DEBUG_LOGS")
+    if raw is None:
+        return False
+    if raw in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if raw not in ("0", "f", "F", "FALSE", "false", "False"):
+        log.warning("ANSIBLE_DEBUG_LOGS=%r is not a boolean: runs' output is not logged", raw)
+    return False
+
+
 def watch_workers(config: OperatorConfig, watch: Watch, environ: Mapping[str, str]) -> int:
-    name = kind_env_name("MAX_CONCURRENT_RECONCILES", watch)
-    from_env = _env_int(environ, name, 1, 10_000)
-    if from_env is not None:
-        return from_env
+    """MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP>, else operator-sdk's older name for it,
+    WORKER_<KIND>_<GROUP>, else the flag, else what the pod's CPUs and memory allow."""
+    for prefix in ("MAX_CONCURRENT_RECONCILES", "WORKER"):
+        from_env = _env_int(environ, kind_env_name(prefix, watch), 1, 10_000)
+        if from_env is not None:
+            return from_env
     return config.max_concurrent_reconciles or default_concurrency(
         usable_cpus(), memory_limit_bytes()
     )

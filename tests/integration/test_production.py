@@ -13,6 +13,7 @@ import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -174,7 +175,9 @@ def test_metrics_and_probes(env: Env) -> None:
 
         before = ends.metrics()
         labels = {"kind": "Basic", "group": GROUP}
-        assert metric(before, "operator_runner_workers", **labels) == 4
+        ctl = {"controller": "basic-v1-controller"}  # operator-sdk's controller name
+        assert metric(before, "controller_runtime_max_concurrent_reconciles", **ctl) == 4
+        assert metric(before, "ansible_operator_build_info", version=__version__) == 1
         assert metric(before, "operator_runner_reconciles_total", **labels, result="success") == 0
         assert metric(before, "operator_runner_build_info", version=__version__) == 1, before
 
@@ -210,8 +213,28 @@ def test_metrics_and_probes(env: Env) -> None:
         ansible = first_run_seconds(op, "ok")
         assert ansible > 0.5, "the run was logged with its duration"
         assert total > ansible, f"the histogram covers the Ansible run: {total} <= {ansible}"
-        for name in ("operator_runner_queue_depth", "operator_runner_busy_workers"):
-            assert metric(text, name, **labels) is not None, name
+        # operator-sdk's names: controller-runtime's and client-go's, with their labels
+        assert metric(text, "controller_runtime_active_workers", **ctl) is not None
+        assert (metric(text, "controller_runtime_reconcile_total", **ctl, result="error") or 0) >= 1
+        success = metric(text, "controller_runtime_reconcile_total", **ctl, result="success") or 0
+        periodic = metric(text, "controller_runtime_reconcile_total", **ctl, result="requeue_after")
+        assert success + (periodic or 0) >= 1
+        assert (metric(text, "controller_runtime_reconcile_errors_total", **ctl) or 0) >= 1
+        assert (metric(text, "controller_runtime_reconcile_time_seconds_count", **ctl) or 0) >= 2
+        queue = {"name": "basic-v1-controller", "controller": "basic-v1-controller"}
+        assert (metric(text, "workqueue_adds_total", **queue) or 0) >= 2
+        assert (metric(text, "workqueue_retries_total", **queue) or 0) >= 1
+        for family in (
+            "workqueue_depth",
+            "workqueue_queue_duration_seconds_count",
+            "workqueue_work_duration_seconds_count",
+            "workqueue_unfinished_work_seconds",
+            "workqueue_longest_running_processor_seconds",
+        ):
+            assert metric(text, family, **queue) is not None, family
+        host = urllib.parse.urlsplit(env.api.configuration.host).netloc
+        patched = metric(text, "rest_client_requests_total", method="PATCH", code="200", host=host)
+        assert (patched or 0) >= 2, text  # the status writes
         gvk = f"{GROUP}/v1, Kind=Basic"
         assert (
             metric(text, "ansible_operator_reconcile_result", GVK=gvk, result="succeeded") or 0

@@ -204,8 +204,8 @@ class Env:
         """The CR once condition `ctype` has `status` (for its current generation unless
         `generation` is False; with `after`, once the condition's run completed later than that
         `ansibleResult.completion`; with `idle`, in a read where no run goes on (`Running`'s
-        reason is not `Running`), between two runs of a CR that is retried or requeued). On timeout the operator's log (`op`'s) is
-        printed."""
+        reason is not `Running`), between two runs of a CR that is retried or requeued). On
+        timeout the operator's log (`op`'s) is printed."""
 
         def probe() -> dict[str, Any] | None:
             obj = self.get(kind, name)

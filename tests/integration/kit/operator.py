@@ -70,6 +70,9 @@ def launch(
     artifacts = tmp / "artifacts"
     exe = Path(sys.executable).parent / "operator-runner"
     environ = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), **(env or {})}
+    # As operator-sdk's scaffold sets it (config/manager/manager.yaml): role runs gather no
+    # facts. A test that wants them passes ANSIBLE_GATHERING=implicit.
+    environ.setdefault("ANSIBLE_GATHERING", "explicit")
     environ["WATCH_NAMESPACE"] = ",".join(namespaces or [])
     command = [
         str(exe),
