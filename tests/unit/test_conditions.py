@@ -253,7 +253,8 @@ def test_ready_follows_the_generation() -> None:
     failed = c.failed(new, generation=2, now=T2, messages=["boom"], result=None)
     assert (cond(failed, "Ready")["status"], cond(failed, "Ready")["reason"]) == ("False", "Failed")
     assert cond(failed, "Ready")["message"] == "Last reconciliation of generation 2 failed"
-    again = c.succeeded(c.running(failed, generation=2, now=T2), generation=2, now=T2, result=RESULT)
+    again = c.running(failed, generation=2, now=T2)
+    again = c.succeeded(again, generation=2, now=T2, result=RESULT)
     assert cond(again, "Ready")["status"] == "True"
     assert cond(again, "Ready")["observedGeneration"] == 2
     errored = c.errored(again, generation=3, now=T2, message="bad annotation")

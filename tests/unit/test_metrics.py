@@ -9,9 +9,9 @@ from typing import Any, cast
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import generate_latest
 
-from runner.app.health import Health
 from runner import __version__
 from runner.app.crmetrics import controller_name
+from runner.app.health import Health
 from runner.app.metrics import PrometheusMetrics, gvk_label
 from runner.control.controller import Controller
 from runner.control.metrics import Requeue, Result, WorkerStats
