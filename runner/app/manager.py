@@ -18,15 +18,16 @@ from typing import Any
 from runner.ansible import collections_path
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.executor import Executor
-from runner.ansible.interface import LogEvents, skip_facts
+from runner.ansible.interface import LogEvents
 from runner.app import outage
-from runner.app.cpus import default_concurrency, memory_limit_bytes, run_slots, usable_cpus
+from runner.app.cpus import memory_limit_bytes, run_slots
 from runner.app.crddiscovery import serve_crds_despite_discovery_lag
 from runner.app.kopf_import import kopf
 from runner.app.login import certificate_refused, connection_info
 from runner.app.namespaces import skip_refused_namespace_scan
 from runner.app.production import Production, ProductionConfig
 from runner.app.sharding import Membership, relabeller, sharding_config
+from runner.app.watchsettings import watch_options, watch_workers
 from runner.control.controller import Controller
 from runner.control.reload import RoleReloader
 from runner.control.shards import Shards
@@ -37,14 +38,12 @@ from runner.kube import client as kube
 from runner.kube import credentials as creds
 from runner.kube.client import KubeClient
 from runner.kube.resources import ObjectRef, Resource
-from runner.reconcile.reconciler import Options, Reconciler
+from runner.reconcile.reconciler import Reconciler
 from runner.reconcile.recorder import EventRecorder
 from runner.watches import Watch, WatchesError, load_watches
 from runner.watches.sources import source_files
 
 log = logging.getLogger("runner.manager")
-
-DEFAULT_RECONCILE_PERIOD = 10 * 3600.0  # operator-sdk's --reconcile-period default
 
 
 @dataclass(frozen=True)
@@ -66,67 +65,6 @@ class OperatorConfig:
     production: ProductionConfig = field(default_factory=ProductionConfig)  # metrics, probes, HA
     watch_roles: bool = False  # live reload: an edit of a role re-runs its CRs
     proxy_port: int = 0  # the roles' API proxy (--proxy-port); 0: a free port
-
-
-def kind_env_name(prefix: str, watch: Watch) -> str:
-    """operator-sdk's per-kind variable: `<PREFIX>_<KIND>_<GROUP>`, dots as underscores."""
-    group = watch.gvk.group.replace(".", "_").upper()
-    return f"{prefix}_{watch.gvk.kind.upper()}_{group}"
-
-
-def _env_int(environ: Mapping[str, str], name: str, minimum: int, maximum: int) -> int | None:
-    raw = environ.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SystemExit(f"operator-runner: {name}={raw!r} is not an integer") from None
-    if not minimum <= value <= maximum:
-        raise SystemExit(f"operator-runner: {name}={value} must be between {minimum} and {maximum}")
-    return value
-
-
-def watch_options(config: OperatorConfig, watch: Watch, environ: Mapping[str, str]) -> Options:
-    period = watch.reconcile_period
-    if period is None:
-        period = config.reconcile_period
-    if period is None:
-        period = DEFAULT_RECONCILE_PERIOD
-    verbosity = _env_int(environ, kind_env_name("ANSIBLE_VERBOSITY", watch), 0, 7)
-    return Options(
-        reconcile_period=period or None,
-        verbosity=config.verbosity if verbosity is None else verbosity,
-        ansible_args=config.ansible_args,
-        log_events=config.log_events,
-        skip_facts=skip_facts(environ),
-        debug_logs=debug_logs(environ),
-    )
-
-
-def debug_logs(environ: Mapping[str, str]) -> bool:
-    """ANSIBLE_DEBUG_LOGS, read as operator-sdk reads it (Go's strconv.ParseBool; anything else
-    is false, with one log line)."""
-    raw = environ.get("ANSIBLE_DEBUG_LOGS")
-    if raw is None:
-        return False
-    if raw in ("1", "t", "T", "TRUE", "true", "True"):
-        return True
-    if raw not in ("0", "f", "F", "FALSE", "false", "False"):
-        log.warning("ANSIBLE_DEBUG_LOGS=%r is not a boolean: runs' output is not logged", raw)
-    return False
-
-
-def watch_workers(config: OperatorConfig, watch: Watch, environ: Mapping[str, str]) -> int:
-    """MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP>, else operator-sdk's older name for it,
-    WORKER_<KIND>_<GROUP>, else the flag, else what the pod's CPUs and memory allow."""
-    for prefix in ("MAX_CONCURRENT_RECONCILES", "WORKER"):
-        from_env = _env_int(environ, kind_env_name(prefix, watch), 1, 10_000)
-        if from_env is not None:
-            return from_env
-    return config.max_concurrent_reconciles or default_concurrency(
-        usable_cpus(), memory_limit_bytes()
-    )
 
 
 def make_executor(config: OperatorConfig, max_parallel_runs: int | None = None) -> Executor:
