@@ -454,6 +454,9 @@ def test_deployment_is_admitted_under_the_restricted_pod_security_standard(
             "ServiceAccount",
             "ClusterRole",
             "ClusterRoleBinding",
+            "ClusterRole",  # metrics-auth-role (--metrics-require-rbac)
+            "ClusterRoleBinding",
+            "ClusterRole",  # metrics-reader
             "Role",
             "RoleBinding",
             "Deployment",
@@ -476,7 +479,8 @@ def test_deployment_is_admitted_under_the_restricted_pod_security_standard(
         (container,) = pod.spec.containers
         assert container.image == "localhost/operator-runner:test"
         assert "--health-probe-bind-address=:6789" in container.args
-        assert "--metrics-bind-address=:8080" in container.args
+        for arg in ("--metrics-bind-address=:8443", "--metrics-secure", "--metrics-require-rbac"):
+            assert arg in container.args, container.args
         assert container.liveness_probe.http_get.path == "/healthz"
         assert container.readiness_probe.http_get.path == "/readyz"
         sc = container.security_context
@@ -491,7 +495,7 @@ def test_deployment_is_admitted_under_the_restricted_pod_security_standard(
         metrics = core.read_namespaced_service(
             f"operator-runner-controller-manager-metrics-service{suffix}", namespace
         )
-        assert [p.port for p in metrics.spec.ports] == [8080]
+        assert [p.port for p in metrics.spec.ports] == [8443]
         # ... and the standard is really enforced there: a Pod without these settings is refused.
         with pytest.raises(client.exceptions.ApiException) as refused:
             core.create_namespaced_pod(

@@ -30,6 +30,9 @@ EXPECTED = {
     "deploy/rbac/role_binding.yaml",
     "deploy/rbac/leader_election_role.yaml",
     "deploy/rbac/leader_election_role_binding.yaml",
+    "deploy/rbac/metrics_auth_role.yaml",
+    "deploy/rbac/metrics_auth_role_binding.yaml",
+    "deploy/rbac/metrics_reader_role.yaml",
     "deploy/manager/kustomization.yaml",
     "deploy/manager/manager.yaml",
     "deploy/manager/metrics_service.yaml",
@@ -70,6 +73,35 @@ def test_every_placeholder_is_replaced_and_every_yaml_file_parses(project: Path)
         assert not re.search(r"@[a-z_]+@", text), path
         if path.endswith((".yaml", ".yml")) or path in ("config/samples/Kustomization", "PROJECT"):
             list(yaml.safe_load_all(text))
+
+
+def test_the_deployment_passes_operator_sdks_args_and_ships_its_metrics_rbac(
+    project: Path,
+) -> None:
+    """As operator-sdk's scaffold: /metrics over TLS behind RBAC, facts off, and the
+    metrics-reader and metrics-auth ClusterRoles (the latter bound to the operator)."""
+    [deployment] = yaml.safe_load_all((project / "deploy/manager/manager.yaml").read_text())
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    for arg in (
+        "--leader-elect",
+        "--health-probe-bind-address=:6789",
+        "--metrics-bind-address=:8443",
+        "--metrics-secure",
+        "--metrics-require-rbac",
+    ):
+        assert arg in container["args"]
+    assert {"name": "ANSIBLE_GATHERING", "value": "explicit"} in container["env"]
+    reader = yaml.safe_load((project / "deploy/rbac/metrics_reader_role.yaml").read_text())
+    assert reader["metadata"]["name"] == "guestbook-metrics-reader"
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    auth = yaml.safe_load((project / "deploy/rbac/metrics_auth_role.yaml").read_text())
+    assert {(r["resources"][0], r["verbs"][0]) for r in auth["rules"]} == {
+        ("tokenreviews", "create"),
+        ("subjectaccessreviews", "create"),
+    }
+    binding = yaml.safe_load((project / "deploy/rbac/metrics_auth_role_binding.yaml").read_text())
+    assert binding["roleRef"]["name"] == "guestbook-metrics-auth-role"
+    assert binding["subjects"][0]["name"] == "guestbook-controller-manager"
 
 
 def test_watches_file_is_an_empty_list_with_comments(project: Path) -> None:
