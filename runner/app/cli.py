@@ -180,9 +180,12 @@ def build_parser(prog: str = "operator-runner") -> argparse.ArgumentParser:
         allow_abbrev=False,  # as Go's flags: a flag is spelled out
         help="watch the CRs of watches.yaml and reconcile them with their roles",
         description="Watch the custom resources named in watches.yaml and run their Ansible "
-        "role or playbook for every change. Environment: WATCH_NAMESPACE (comma-separated; "
-        "empty = all namespaces), MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP>, "
-        "ANSIBLE_VERBOSITY_<KIND>_<GROUP>, ANSIBLE_ROLES_PATH.",
+        "role or playbook for every change. Takes every flag of operator-sdk's "
+        "`ansible-operator run`. Environment: WATCH_NAMESPACE (comma-separated; "
+        "empty = all namespaces), MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP> (or "
+        "WORKER_<KIND>_<GROUP>), ANSIBLE_VERBOSITY_<KIND>_<GROUP>, ANSIBLE_ROLES_PATH, "
+        "ANSIBLE_COLLECTIONS_PATH, ANSIBLE_GATHERING (explicit: role runs gather no facts), "
+        "ANSIBLE_DEBUG_LOGS (each run's output to the log), OPERATOR_NAME (the Lease's name).",
     )
     run.add_argument(
         "--watches-file",
@@ -260,7 +263,8 @@ def build_parser(prog: str = "operator-runner") -> argparse.ArgumentParser:
         "--artifacts-dir",
         type=Path,
         default=None,
-        help="root of the per-CR ansible-runner folders (default: one per operator, "
+        help="root of the per-CR ansible-runner folders (default: operator-sdk's "
+        "/tmp/ansible-operator/runner; when another operator on this host holds it, "
         "$TMPDIR/operator-runner/<hash of the watches file's absolute path>)",
     )
     run.add_argument(

@@ -87,6 +87,9 @@ def test_metrics_need_tls_a_valid_token_and_the_metrics_reader_role(env: Env) ->
                 f"--metrics-bind-address=127.0.0.1:{port}",
                 "--metrics-secure",
                 "--metrics-require-rbac",
+                "--enable-http2",  # accepted, with one line that says it does nothing here
+                "--proxy-port",
+                str(free_port()),
             )
         )
         url = f"https://127.0.0.1:{port}/metrics"
@@ -108,6 +111,8 @@ def test_metrics_need_tls_a_valid_token_and_the_metrics_reader_role(env: Env) ->
             urllib.request.urlopen(plain, timeout=5)  # no plain HTTP on the TLS port
         log = op.log_text()
         assert "metrics: TLS with a self-signed certificate" in log
+        assert log.count("--enable-http2 has no effect") == 1
+        assert "API proxy for roles listening on http://127.0.0.1:" in log
         assert token not in log and other not in log, "tokens never reach the log"
     finally:
         env.stop()
