@@ -115,19 +115,24 @@ def apply_identity(cluster: Cluster, tmp_path: Path) -> Iterator[Any]:
     created: list[list[dict[str, Any]]] = []
 
     def apply(edit: Any = None, kind: str = "ClusterRole") -> Identity:
-        """`edit` changes the rendered ClusterRole (or the `kind` named: Role)."""
+        """`edit` changes the rendered manager ClusterRole (or the `kind` named: Role); the
+        metrics ClusterRoles are left alone."""
         suffix = f"-t{uuid.uuid4().hex[:6]}"
         namespace = f"ort-rbac{suffix}"
         docs = render_rbac(cluster, tmp_path, namespace, suffix)
         if edit is not None:
             for doc in docs:
-                if doc["kind"] == kind:
+                if doc["kind"] == kind and "-metrics-" not in doc["metadata"]["name"]:
                     edit(doc)
         created.append(docs)
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
         kubeconfig = tmp_path / f"kubeconfig{suffix}"
         service_account_kubeconfig(cluster, namespace, SERVICE_ACCOUNT + suffix, kubeconfig)
-        role = next(d for d in docs if d["kind"] == "ClusterRole")
+        role = next(
+            d
+            for d in docs
+            if d["kind"] == "ClusterRole" and "-metrics-" not in d["metadata"]["name"]
+        )
         return Identity(namespace, suffix, kubeconfig, role)
 
     yield apply
