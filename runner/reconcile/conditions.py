@@ -7,15 +7,11 @@ working. Where operator-sdk says something untrue, this module says the truth in
 * Starting a run does not flip ``Successful`` to ``False`` while keeping reason ``Successful``
   (users read that as "the last run failed"). ``Successful`` and ``Failure`` always describe the
   last *finished* reconciliation; only ``Running`` describes what is happening now.
-* After a successful run, ``Running`` stays ``True`` with reason ``Successful`` and
-  "Awaiting next reconciliation", exactly as operator-sdk leaves it (users' ``kubectl wait
-  --for=condition=Running`` and molecule checks rely on it), although nothing runs; what runs
-  now is told by its reason: ``Running`` while a run goes on.
-* A kstatus-style ``Ready`` condition, which no Ansible operator runtime has: ``True`` only when
-  the last run for the current ``metadata.generation`` succeeded (its ``observedGeneration``
-  says which); ``False`` with reason ``Reconciling`` while a new generation is being reconciled
-  (a resync of a Ready CR whose generation did not change leaves it ``True``), ``Failed`` after
-  a failure.
+* After a successful run, ``Running`` stays ``True`` with reason ``Successful``, as operator-sdk
+  leaves it (users' waits rely on it); its reason is ``Running`` while a run goes on.
+* A kstatus ``Ready``: ``True`` only when the last run for the current ``metadata.generation``
+  succeeded; ``False`` with reason ``Reconciling`` while a new generation is reconciled (a
+  resync at the same generation leaves it ``True``), ``Failed`` after a failure.
 * Every condition we write has a non-empty CamelCase reason and an ``observedGeneration``.
 
 All functions are pure: they take the current ``status`` mapping (which may be ``None``, lack
