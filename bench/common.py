@@ -196,6 +196,10 @@ class RunningOperator:
         for k in ("VIRTUAL_ENV", "PYTHONPATH"):
             env.pop(k, None)
         env.update(spec.env)
+        # Both operators as operator-sdk's scaffold deploys them (config/manager sets it): role
+        # watches gather no facts. Without it both gather them for every run of a `role:` watch
+        # (the bench's cost roles); EchoFlask's playbook says gather_facts: false itself.
+        env.setdefault("ANSIBLE_GATHERING", "explicit")
         env["KUBECONFIG"] = str(kubeconfig)
         env["WATCH_NAMESPACE"] = namespace
         self.rusage_file = work / "rusage.json"
