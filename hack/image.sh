@@ -175,12 +175,12 @@ base() { # print the name of the base image, making it when missing
 context_files() { # what the Dockerfile's COPY lines take from the context (as .dockerignore leaves it)
   local src
   awk 'toupper($1) == "COPY" && $0 !~ /--from/ { for (i = 2; i < NF; i++) if ($i !~ /^--/) print $i }' \
-    "$repo/Dockerfile" | while read -r src; do
+    "$repo/images/operator-runner/Dockerfile" | while read -r src; do
     src=${src%/}
     [ -e "$repo/$src" ] || die "Dockerfile copies $src, which does not exist"
     (cd "$repo" && find "$src" -type f -not -path '*/__pycache__/*' -not -name '*.pyc' -not -path '*/.pytest_cache/*')
   done
-  echo Dockerfile
+  echo images/operator-runner/Dockerfile
   echo .dockerignore
 }
 
@@ -229,7 +229,7 @@ build() { # print the name of the operator image, building it when missing
   if ! with_progress image "building $name" "$log" bah bud --pull-never $secret \
       --build-arg "BASE_IMAGE=$base_ref" \
       --label "io.github.operator-runner.content-hash=${name##*:}" \
-      -f "$repo/Dockerfile" -t "$name" "$repo"; then
+      -f "$repo/images/operator-runner/Dockerfile" -t "$name" "$repo"; then
     tail -n 30 "$log" >&2
     die "building the image failed; log: $log"
   fi
@@ -397,9 +397,9 @@ docker_build() {
   tool=$(engine)
   say "building $img with $tool"
   case $tool in
-    docker) DOCKER_BUILDKIT=1 docker build "${args[@]}" -t "$img" "$repo" ;;
-    buildah) buildah bud --layers "${args[@]}" -t "$img" "$repo" ;;
-    podman) podman build "${args[@]}" -t "$img" "$repo" ;;
+    docker) DOCKER_BUILDKIT=1 docker build "${args[@]}" -f "$repo/images/operator-runner/Dockerfile" -t "$img" "$repo" ;;
+    buildah) buildah bud --layers "${args[@]}" -f "$repo/images/operator-runner/Dockerfile" -t "$img" "$repo" ;;
+    podman) podman build "${args[@]}" -f "$repo/images/operator-runner/Dockerfile" -t "$img" "$repo" ;;
   esac
 }
 
