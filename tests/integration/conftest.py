@@ -85,3 +85,4 @@ def cluster() -> Iterator[Cluster]:
 
 # The kit's fixtures, for every integration test (imported last: the kit uses Cluster above).
 from .kit.namespaces import namespace  # noqa: E402, F401
+from .kit.realnode import real_cluster  # noqa: E402, F401
