@@ -107,31 +107,41 @@ run: venv ## Run the operator (./watches.yaml) in the foreground, re-running CRs
 
 ##@ Image and deployment
 
-# The operator image. `make docker-build` uses docker when a docker engine answers, else buildah,
-# else podman (BASE_IMAGE=... picks another base); `make image` builds it the way CI does, with
-# no engine and no registry (buildah on a debootstrap base, cached in ~/.cache/operator-runner).
-IMG ?= operator-runner:latest
+# Two images, as with operator-sdk: the base image (images/operator-runner/Dockerfile: the runner,
+# Ansible, kubernetes.core, no operator; what quay.io/operator-framework/ansible-operator is) and
+# the seeds' operators built FROM it (./Dockerfile: operator-sdk's scaffolded Dockerfile with only
+# FROM changed). `make docker-build` builds both, with docker when a docker engine answers, else
+# buildah, else podman (PYTHON_IMAGE=... picks another Python base); `make image` builds them the
+# way CI does, with no engine and no registry (buildah on a debootstrap base, cached in
+# ~/.cache/operator-runner).
+IMG ?= operator-runner-seeds:latest
+BASE_IMG ?= operator-runner:latest
+export BASE_IMG
 
 .PHONY: docker-build
-docker-build: ## Build the operator image IMG (docker, else buildah, else podman).
+docker-build: ## Build the base image BASE_IMG (also tagged operator-runner:latest), then IMG, the seeds' operators FROM it (docker, else buildah, else podman).
 	hack/image.sh docker-build $(IMG)
 
 .PHONY: docker-push
-docker-push: ## Push the operator image IMG with the same tool.
+docker-push: ## Push IMG with the same tool.
 	hack/image.sh docker-push $(IMG)
 
+.PHONY: docker-push-base
+docker-push-base: ## Push the base image BASE_IMG (what operator projects build FROM).
+	hack/image.sh docker-push $(BASE_IMG)
+
 .PHONY: image
-image: ## Build the image without Docker or a registry (buildah + debootstrap base; root; cached) and print its name.
+image: ## Build the base image and the seeds' image without Docker or a registry (buildah + debootstrap; root; cached by content hash); print the seeds' image's name.
 	@hack/image.sh build
 
 .PHONY: image-test
-image-test: venv ## Build the image that way and run it against the local cluster (or $$OPERATOR_RUNNER_KUBECONFIG): tests/integration/test_image.py.
+image-test: venv ## Build the images that way and run them against the local cluster (or $$OPERATOR_RUNNER_KUBECONFIG): tests/integration/test_image.py.
 	$(BIN)/pytest tests/integration/test_image.py -q -ra
 
 DEPLOY_DIR = $(if $(filter 1 true yes,$(SHARDING)),deploy/overlays/sharding,deploy)
 
 .PHONY: deploy
-deploy: install ## Deploy the operator (deploy/: namespace, ServiceAccount, RBAC, Deployment of IMG) with the CRDs; SHARDING=1: deploy/overlays/sharding (3 replicas dividing the CRs); NODE=real: the image of `make image` (or IMG from its storage) loaded into the real node first.
+deploy: install ## Deploy the seeds' operators (deploy/: namespace, ServiceAccount, RBAC, Deployment of IMG) with the CRDs; SHARDING=1: deploy/overlays/sharding (3 replicas dividing the CRs); NODE=real: the seeds' image of `make image` (or IMG from its storage) loaded into the real node first.
 	@img='$(IMG)'; \
 	  if [ "$(NODE)" = real ]; then \
 	    img=$$(hack/real-node.sh load-image $(if $(filter command line environment,$(origin IMG)),'$(IMG)')) || exit 1; \

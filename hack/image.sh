@@ -1,31 +1,48 @@
 #!/usr/bin/env bash
-# The operator image without a Docker engine or a registry: built with buildah on a base image
-# made with debootstrap, and run from its own root filesystem on this host.
+# The images without a Docker engine or a registry: built with buildah on a root filesystem made
+# with debootstrap, and run from their own root filesystem on this host.
 #
-#   hack/image.sh build              build the image (reused when its content hash is built
-#                                    already); print its name
+#   the base image     images/operator-runner/Dockerfile: the runner, Ansible, kubernetes.core,
+#                      no operator (what operator-sdk's ansible-operator image is)
+#   the seeds' image   ./Dockerfile: Echo and EchoFlask, FROM the base image (operator-sdk's
+#                      scaffolded Dockerfile with only FROM changed)
+#   a project's image  any operator project's Dockerfile, its first FROM replaced by the base
+#
+#   hack/image.sh build              build the seeds' image (the base image first); each is
+#                                    reused when its content hash is built already; print its name
+#   hack/image.sh build-base         build the base image; print its name (also tagged
+#                                    localhost/operator-runner:latest)
+#   hack/image.sh build-project DIR [-v SRC:DST]...
+#                                    build the operator project in DIR (DIR/Dockerfile, context
+#                                    DIR) FROM the base image; print its name,
+#                                    localhost/<DIR's projectName in PROJECT, else its folder
+#                                    name>:<hash>. -v mounts SRC for the RUN steps (read-only;
+#                                    SRC's files count in the hash)
 #   hack/image.sh run [-e N=V]... [--] [ARG...]
-#                                    run the image's entrypoint (plus ARGs) against the cluster of
-#                                    $KUBECONFIG: its root filesystem mounted read-only, /tmp a
-#                                    tmpfs, as the image's user (1001), tini as PID 1 of a PID
-#                                    namespace, the host's network (the API server may be on
-#                                    127.0.0.1). WATCH_NAMESPACE and POD_NAMESPACE pass through;
-#                                    -e sets more variables. SIGTERM/SIGINT go to tini.
-#   hack/image.sh base               make the base image (debootstrap $SUITE + python3); print it
-#   hack/image.sh hash               print the operator image's content hash
-#   hack/image.sh inspect            print buildah's description of the image (JSON)
-#   hack/image.sh rootfs             print the path of the image's root filesystem (never written)
-#   hack/image.sh size               print the operator image's size in bytes
-#   hack/image.sh clean              delete the cache (base, buildah storage)
-#   hack/image.sh docker-build IMG   build IMG with docker when an engine answers, else buildah,
-#                                    else podman (make docker-build)
+#                                    run an image's entrypoint (plus ARGs; IMAGE, default the
+#                                    seeds' image) against the cluster of $KUBECONFIG: its root
+#                                    filesystem mounted read-only, /tmp a tmpfs, as the image's
+#                                    user (1001), tini as PID 1 of a PID namespace, the host's
+#                                    network (the API server may be on 127.0.0.1). WATCH_NAMESPACE
+#                                    and POD_NAMESPACE pass through; -e sets more variables.
+#                                    SIGTERM/SIGINT go to tini.
+#   hack/image.sh os                 make the debootstrap image ($SUITE + python3); print it
+#   hack/image.sh inspect            print buildah's description of IMAGE (default: the seeds')
+#   hack/image.sh rootfs             print the path of IMAGE's root filesystem (never written)
+#   hack/image.sh size [IMAGE]       print an image's size (default: the seeds')
+#   hack/image.sh clean              delete the cache (debootstrap tarball, buildah storage)
+#   hack/image.sh docker-build IMG   build the base image (tagged $BASE_IMG, default
+#                                    operator-runner:latest) and IMG, the seeds' image FROM it,
+#                                    with docker when an engine answers, else buildah, else
+#                                    podman (make docker-build)
 #   hack/image.sh docker-push IMG    push IMG with the same tool (make docker-push)
 #
 # Needs root (debootstrap, chroot, mount namespaces). buildah and debootstrap are installed with
 # apt-get when missing. The cache lives outside the repo, in $OPERATOR_RUNNER_CACHE/image
 # (default ~/.cache/operator-runner/image): the debootstrap root filesystem as a tarball keyed by
 # the hash of its recipe, and buildah's storage (vfs driver: no overlayfs or fuse needed).
-# Set BASE_IMAGE to build on another base (it must be in that storage or pullable).
+# Set PYTHON_IMAGE to build the base image on another Python image than the debootstrap one (it
+# must be in that storage or pullable).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,9 +51,11 @@ repo=$(cd "$here/.." && pwd)
 . "$here/lib/progress.sh"
 CACHE=${OPERATOR_RUNNER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operator-runner}/image
 SUITE=bookworm
-BASE_PACKAGES=python3,python3-venv,ca-certificates
-IMAGE_REPO=localhost/operator-runner
-BASE_REPO=localhost/operator-runner-base
+OS_PACKAGES=python3,python3-venv,ca-certificates
+OS_REPO=localhost/operator-runner-os
+BASE_REPO=localhost/operator-runner
+BASE_DOCKERFILE=images/operator-runner/Dockerfile
+SEEDS_REPO=localhost/operator-runner-seeds
 export BUILDAH_ISOLATION=chroot # RUN steps in a chroot: no runc/crun, works in a VM or container
 
 die() { echo "image: $*" >&2; exit 1; }
@@ -65,13 +84,15 @@ need_root() {
   [ "$(id -u)" -eq 0 ] || die "$1 needs root (debootstrap, chroot and mount namespaces); run it with sudo"
 }
 
-lock() { # serialize builds of concurrent runs
+lock() { # serialize builds of concurrent runs (once per process: its subshells share the lock)
+  [ -n "${image_locked:-}" ] && return 0
   mkdir -p "$CACHE"
   exec 9>"$CACHE/lock"
   flock 9
+  image_locked=1
 }
 
-# --- the base image: debootstrap $SUITE + python3 ---------------------------------------------
+# --- the debootstrap image: $SUITE + python3 --------------------------------------------------
 
 apt_repo() { # the URI of RELEASE in this host's apt sources, if it has one
   # shellcheck disable=SC2016 # apt's own $(FIELD) syntax
@@ -89,7 +110,7 @@ make_rootfs() { # make_rootfs DIR: a minimal $SUITE with python3, slimmed like d
   mirror=${mirror:-http://deb.debian.org/debian/}
   security=${DEBIAN_SECURITY_MIRROR:-$(apt_repo "$SUITE-security")}
   security=${security:-http://deb.debian.org/debian-security/}
-  debootstrap --variant=minbase --include="$BASE_PACKAGES" "$SUITE" "$dir" "$mirror"
+  debootstrap --variant=minbase --include="$OS_PACKAGES" "$SUITE" "$dir" "$mirror"
   rm -f "$dir/etc/apt/sources.list"
   cat >"$dir/etc/apt/sources.list.d/debian.sources" <<EOF
 Types: deb
@@ -131,66 +152,80 @@ EOF
   rm -f "$dir/etc/hostname"
 }
 
-base_key() { # changes whenever the recipe of the base changes
-  { echo "$SUITE $BASE_PACKAGES"; declare -f make_rootfs in_root; } | sha256sum | cut -c1-16
+os_key() { # changes whenever the recipe of the debootstrap image changes
+  { echo "$SUITE $OS_PACKAGES"; declare -f make_rootfs in_root; } | sha256sum | cut -c1-16
 }
 
-base() { # print the name of the base image, making it when missing
+os_image() { # print the name of the debootstrap image, making it when missing
   local key name tarball ctr mnt start
-  key=$(base_key)
-  name=$BASE_REPO:$SUITE-$key
+  key=$(os_key)
+  name=$OS_REPO:$SUITE-$key
   if bah inspect --type image "$name" >/dev/null 2>&1; then echo "$name"; return; fi
-  need_root "making the base image"
+  need_root "making the debootstrap image"
   ensure_tools debootstrap:debootstrap
-  tarball=$CACHE/base-$SUITE-$key.tar
+  tarball=$CACHE/os-$SUITE-$key.tar
   if [ ! -s "$tarball" ]; then
     local rootfs=$CACHE/rootfs-$key
     rm -rf "$rootfs"
-    say "debootstrap $SUITE ($BASE_PACKAGES) into $rootfs ... (log: $CACHE/logs/debootstrap-$key.log)"
+    say "debootstrap $SUITE ($OS_PACKAGES) into $rootfs ... (log: $CACHE/logs/debootstrap-$key.log)"
     mkdir -p "$CACHE/logs"
     start=$SECONDS
     if ! with_progress image debootstrap "$CACHE/logs/debootstrap-$key.log" make_rootfs "$rootfs"; then
       tail -n 20 "$CACHE/logs/debootstrap-$key.log" >&2
       rm -rf "$rootfs"
-      die "making the base root filesystem failed; log: $CACHE/logs/debootstrap-$key.log"
+      die "making the debootstrap root filesystem failed; log: $CACHE/logs/debootstrap-$key.log"
     fi
     tar --numeric-owner --xattrs -C "$rootfs" -cf "$tarball.tmp" .
     mv "$tarball.tmp" "$tarball"
     rm -rf "$rootfs"
-    say "base root filesystem made in $((SECONDS - start)) s: $tarball"
+    say "debootstrap root filesystem made in $((SECONDS - start)) s: $tarball"
   fi
   ctr=$(bah from --quiet scratch)
   mnt=$(bah mount "$ctr")
   tar --numeric-owner --xattrs -C "$mnt" -xpf "$tarball"
   bah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env LANG=C.UTF-8 --cmd '["/bin/bash"]' \
-    --label "org.opencontainers.image.description=debootstrap $SUITE ($BASE_PACKAGES)" "$ctr"
+    --label "org.opencontainers.image.description=debootstrap $SUITE ($OS_PACKAGES)" "$ctr"
   bah commit --quiet --rm "$ctr" "$name" >/dev/null
-  say "base image $name"
+  say "debootstrap image $name"
   echo "$name"
 }
 
-# --- the operator image -------------------------------------------------------------------
+# --- building images, cached by content hash ------------------------------------------------
 
-context_files() { # what the Dockerfile's COPY lines take from the context (as .dockerignore leaves it)
-  local src
+context_files() { # context_files CONTEXT DOCKERFILE: what its COPY lines take from CONTEXT
+  local ctx=$1 dockerfile=$2 src
+  # COPY [--opt]... SRC... DEST (not --from=: those copy from another stage); SRC may be a glob.
   awk 'toupper($1) == "COPY" && $0 !~ /--from/ { for (i = 2; i < NF; i++) if ($i !~ /^--/) print $i }' \
-    "$repo/images/operator-runner/Dockerfile" | while read -r src; do
+    "$dockerfile" | while read -r src; do
     src=${src%/}
-    [ -e "$repo/$src" ] || die "Dockerfile copies $src, which does not exist"
-    (cd "$repo" && find "$src" -type f -not -path '*/__pycache__/*' -not -name '*.pyc' -not -path '*/.pytest_cache/*')
+    # shellcheck disable=SC2086 # $src is expanded as a glob, as COPY does
+    (cd "$ctx" && compgen -G "$src" >/dev/null) || die "$dockerfile copies $src, which is not in $ctx"
+    # shellcheck disable=SC2086
+    (cd "$ctx" && find $src -type f -not -path '*/__pycache__/*' -not -name '*.pyc' -not -path '*/.pytest_cache/*')
   done
-  echo images/operator-runner/Dockerfile
-  echo .dockerignore
+  [ -f "$ctx/.dockerignore" ] && echo .dockerignore
+  return 0
 }
 
-content_hash() { # content_hash BASE_IMAGE_ID
-  { echo "base $1"; context_files | LC_ALL=C sort -u | (cd "$repo" && xargs -d '\n' sha256sum); } \
-    | sha256sum | cut -c1-16
+content_hash() { # content_hash CONTEXT DOCKERFILE LINE...: the inputs' hash (LINEs: parent, args, ...)
+  local ctx=$1 dockerfile=$2
+  shift 2
+  {
+    printf '%s\n' "$@"
+    sha256sum <"$dockerfile"
+    context_files "$ctx" "$dockerfile" | LC_ALL=C sort -u | (cd "$ctx" && xargs -r -d '\n' sha256sum)
+  } | sha256sum | cut -c1-16
 }
 
-base_image() { # BASE_IMAGE, else our debootstrap base
-  if [ -n "${BASE_IMAGE:-}" ]; then echo "$BASE_IMAGE"; else base; fi
+files_hash() { # files_hash DIR: the hash of the files below DIR (names and contents)
+  (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -r -0 sha256sum) | sha256sum | cut -c1-16
+}
+
+image_id() { bah inspect --type image --format '{{.FromImageID}}' "$1" 2>/dev/null || echo "$1"; }
+
+python_image() { # PYTHON_IMAGE, else the debootstrap image
+  if [ -n "${PYTHON_IMAGE:-}" ]; then echo "$PYTHON_IMAGE"; else os_image; fi
 }
 
 ca_secret() { # the CA bundle of this host for pip in the build (TLS-intercepting proxies)
@@ -200,61 +235,113 @@ ca_secret() { # the CA bundle of this host for pip in the build (TLS-interceptin
   done
 }
 
-image_name() {
-  local base_ref id
-  base_ref=$(base_image)
-  id=$(bah inspect --type image --format '{{.FromImageID}}' "$base_ref" 2>/dev/null) || id=$base_ref
-  echo "$IMAGE_REPO:$(content_hash "$id")"
-}
-
-build() { # print the name of the operator image, building it when missing
-  local base_ref name log start secret
-  lock
-  base_ref=$(base_image)
-  name=$(image_name)
+# build_image REPO CONTEXT DOCKERFILE WHAT HASH BUD_OPTION...: build REPO:HASH with buildah
+# unless it is built already; print its name.
+build_image() {
+  local repo_name=$1 ctx=$2 dockerfile=$3 what=$4 hash=$5 name log start
+  shift 5
+  name=$repo_name:$hash
   if bah inspect --type image "$name" >/dev/null 2>&1; then
-    say "image $name is built already (same content hash)"
+    say "$what $name is built already (same content hash)"
     echo "$name"
     return
   fi
-  need_root "building the image"
+  need_root "building $what"
   mkdir -p "$CACHE/logs"
-  log=$CACHE/logs/build-${name##*:}.log
-  secret=$(ca_secret)
-  say "building $name on $base_ref ... (log: $log)"
+  log=$CACHE/logs/build-${repo_name##*/}-$hash.log
+  say "building $what $name ... (log: $log)"
   start=$SECONDS
   # No --layers: with the vfs driver every cached layer is a full copy of the tree (a cold build
-  # takes 2.5x as long); the content hash above is the cache.
-  # shellcheck disable=SC2086 # $secret is one option or nothing
-  if ! with_progress image "building $name" "$log" bah bud --pull-never $secret \
-      --build-arg "BASE_IMAGE=$base_ref" \
-      --label "io.github.operator-runner.content-hash=${name##*:}" \
-      -f "$repo/images/operator-runner/Dockerfile" -t "$name" "$repo"; then
+  # takes 2.5x as long); the content hash is the cache.
+  if ! with_progress image "building $what" "$log" bah bud --pull-never "$@" \
+      --label "io.github.operator-runner.content-hash=$hash" \
+      -f "$dockerfile" -t "$name" "$ctx"; then
     tail -n 30 "$log" >&2
-    die "building the image failed; log: $log"
+    die "building $what failed; log: $log"
   fi
-  say "built $name in $((SECONDS - start)) s ($(image_size "$name"))"
+  say "built $what $name in $(elapsed $((SECONDS - start))) ($(image_size "$name"))"
   prune "$name"
   echo "$name"
 }
 
-prune() { # drop the other operator images (and their run containers) so the cache stays bounded
+base_args() { # the build arguments of the base image, one per line
+  echo "PYTHON_IMAGE=$1"
+}
+
+build_base() { # print the name of the base image, building it when missing
+  local python_ref hash name secret arg
+  local -a args=() bud=()
+  lock
+  python_ref=$(python_image)
+  mapfile -t args < <(base_args "$python_ref")
+  hash=$(content_hash "$repo" "$repo/$BASE_DOCKERFILE" "from $(image_id "$python_ref")" "${args[@]}")
+  for arg in "${args[@]}"; do bud+=("--build-arg=$arg"); done
+  secret=$(ca_secret)
+  [ -n "$secret" ] && bud+=("$secret")
+  name=$(build_image "$BASE_REPO" "$repo" "$repo/$BASE_DOCKERFILE" "the base image" "$hash" "${bud[@]}")
+  # What a project's `FROM operator-runner:latest` finds in this storage.
+  bah tag "$name" "$BASE_REPO:latest"
+  echo "$name"
+}
+
+project_name() { # project_name DIR: PROJECT's projectName (operator-sdk, init), else the folder's name
+  local name
+  name=$(awk '$1 == "projectName:" { print $2; exit }' "$1/PROJECT" 2>/dev/null || true)
+  name=${name:-$(basename "$1")}
+  echo "$name" | tr '[:upper:]_' '[:lower:]-'
+}
+
+# build_derived REPO DIR WHAT [-v SRC:DST]...: the image of DIR/Dockerfile (context DIR), its
+# first FROM replaced by the base image.
+build_derived() {
+  local repo_name=$1 dir=$2 what=$3 base hash spec
+  shift 3
+  local -a volumes=() lines=()
+  while [ $# -gt 0 ]; do
+    case $1 in
+      -v) [ $# -ge 2 ] || die "build-project: -v needs SRC:DST"; spec=$2; shift 2 ;;
+      *) die "build-project: unknown option $1 (usage: build-project DIR [-v SRC:DST]...)" ;;
+    esac
+    [ -d "${spec%%:*}" ] || die "build-project: -v $spec: ${spec%%:*} is not a folder"
+    volumes+=("--volume=$spec:ro")
+    lines+=("volume ${spec#*:} $(files_hash "${spec%%:*}")")
+  done
+  [ -f "$dir/Dockerfile" ] || die "$dir has no Dockerfile"
+  lock
+  base=$(build_base)
+  hash=$(content_hash "$dir" "$dir/Dockerfile" "from $(image_id "$base")" "${lines[@]}")
+  build_image "$repo_name" "$dir" "$dir/Dockerfile" "$what" "$hash" --from "$base" "${volumes[@]}"
+}
+
+build() { build_derived "$SEEDS_REPO" "$repo" "the seeds' image"; }
+
+build_project() {
+  local dir=${1:?usage: build-project DIR [-v SRC:DST]...}
+  shift
+  [ -d "$dir" ] || die "build-project: $dir is not a folder"
+  dir=$(cd "$dir" && pwd)
+  build_derived "localhost/$(project_name "$dir")" "$dir" "the image of $(basename "$dir")" "$@"
+}
+
+prune() { # prune NAME: drop the other tags of NAME's repository (and their run containers)
   local keep=$1 ref
   bah images --format '{{.Name}}:{{.Tag}}' | while read -r ref; do
-    if [ "${ref%:*}" = "$IMAGE_REPO" ] && [ "$ref" != "$keep" ]; then
-      bah rm "rootfs-${ref##*:}" >/dev/null 2>&1 || true
-      bah rmi "$ref" >/dev/null 2>&1 || true
+    if [ "${ref%:*}" = "${keep%:*}" ] && [ "$ref" != "$keep" ] && [ "${ref##*:}" != latest ]; then
+      bah rm "$(rootfs_container "$ref")" >/dev/null 2>&1 || true
+      bah rmi "$ref" >/dev/null 2>&1 || true # fails while an image built FROM it is kept
     fi
   done
   bah rmi --prune >/dev/null 2>&1 || true
 }
 
-image_size() { bah images --format '{{.Size}}' "${1:-$(image_name)}" 2>/dev/null || echo "?"; }
+image_size() { bah images --format '{{.Size}}' "$1" 2>/dev/null || echo "?"; }
+
+rootfs_container() { local ref=${1#localhost/}; echo "rootfs-${ref//[:\/]/-}"; }
 
 rootfs() { # rootfs IMAGE: the path of its root filesystem (a container made once, never written)
   local image=$1 ctr
   lock
-  ctr=rootfs-${image##*:}
+  ctr=$(rootfs_container "$image")
   bah inspect --type container "$ctr" >/dev/null 2>&1 || bah from --quiet --pull-never --name "$ctr" "$image" >/dev/null
   bah mount "$ctr"
 }
@@ -388,18 +475,26 @@ engine() { # docker when an engine answers, else buildah, else podman
   fi
 }
 
-docker_build() {
-  local img=${1:?usage: docker-build IMG} tool secret
-  local -a args=()
-  [ -n "${BASE_IMAGE:-}" ] && args+=(--build-arg "BASE_IMAGE=$BASE_IMAGE")
+docker_build() { # the base image ($BASE_IMG, and operator-runner:latest), then IMG FROM it
+  local img=${1:?usage: docker-build IMG} base=${BASE_IMG:-operator-runner:latest} tool secret
+  local -a args=() tags=(-t "$base")
+  [ -n "${PYTHON_IMAGE:-}" ] && args+=(--build-arg "PYTHON_IMAGE=$PYTHON_IMAGE")
   secret=$(ca_secret)
   [ -n "$secret" ] && args+=("$secret")
+  [ "$base" = operator-runner:latest ] || tags+=(-t operator-runner:latest)
   tool=$(engine)
-  say "building $img with $tool"
+  say "building the base image $base with $tool"
   case $tool in
-    docker) DOCKER_BUILDKIT=1 docker build "${args[@]}" -f "$repo/images/operator-runner/Dockerfile" -t "$img" "$repo" ;;
-    buildah) buildah bud --layers "${args[@]}" -f "$repo/images/operator-runner/Dockerfile" -t "$img" "$repo" ;;
-    podman) podman build "${args[@]}" -f "$repo/images/operator-runner/Dockerfile" -t "$img" "$repo" ;;
+    docker) DOCKER_BUILDKIT=1 docker build "${args[@]}" -f "$repo/$BASE_DOCKERFILE" "${tags[@]}" "$repo" ;;
+    buildah) buildah bud --layers "${args[@]}" -f "$repo/$BASE_DOCKERFILE" "${tags[@]}" "$repo" ;;
+    podman) podman build "${args[@]}" -f "$repo/$BASE_DOCKERFILE" "${tags[@]}" "$repo" ;;
+  esac
+  # ./Dockerfile says FROM operator-runner:latest, as an operator project's would.
+  say "building $img FROM $base with $tool"
+  case $tool in
+    docker) DOCKER_BUILDKIT=1 docker build -t "$img" "$repo" ;;
+    buildah) buildah bud --layers --from "$base" -t "$img" "$repo" ;;
+    podman) podman build --from "$base" -t "$img" "$repo" ;;
   esac
 }
 
@@ -419,16 +514,17 @@ docker_push() {
 action=${1:-}
 [ $# -gt 0 ] && shift
 case $action in
-  build | run | base | hash | inspect | rootfs | size) ensure_tools buildah:buildah ;;
+  build | build-base | build-project | run | os | inspect | rootfs | size) ensure_tools buildah:buildah ;;
 esac
 case $action in
-  build) build ;;
+  build) lock; build ;;
+  build-base) lock; build_base ;;
+  build-project) lock; build_project "$@" ;;
   run) run "$@" ;;
-  base) lock; base ;;
-  hash) image_name | cut -d: -f2 ;;
+  os) lock; os_image ;;
   rootfs) rootfs "${IMAGE:-$(build)}" ;;
   inspect) bah inspect --type image "${IMAGE:-$(build)}" ;;
-  size) image_size ;;
+  size) image_size "${1:-${IMAGE:-$(build)}}" ;;
   clean)
     if [ -d "$CACHE/storage" ]; then bah rm --all >/dev/null 2>&1 || true; fi
     rm -rf "$CACHE"
@@ -436,5 +532,5 @@ case $action in
   docker-build) docker_build "$@" ;;
   docker-push) docker_push "$@" ;;
   __sandbox) sandbox "$@" ;;
-  *) die "usage: hack/image.sh build | run [-e NAME=VALUE]... [ARG...] | base | hash | inspect | rootfs | size | clean | docker-build IMG | docker-push IMG" ;;
+  *) die "usage: hack/image.sh build | build-base | build-project DIR [-v SRC:DST]... | run [-e NAME=VALUE]... [ARG...] | os | inspect | rootfs | size [IMAGE] | clean | docker-build IMG | docker-push IMG" ;;
 esac

@@ -16,7 +16,7 @@
 #   hack/node-images.sh pause-name     print the pause image's name (containerd's sandbox_image)
 #   hack/node-images.sh list           print the names
 #
-# Built with buildah (vfs storage, shared with hack/image.sh, whose debootstrap base the Flask
+# Built with buildah (vfs storage, shared with hack/image.sh, whose debootstrap image the Flask
 # image starts from), then pushed into one OCI image layout, $CACHE_ROOT/real-node/images/oci,
 # whose index.json names each manifest (io.containerd.image.name). `import` feeds that layout
 # to `ctr images import`; hack/lib/oci_registry.py serves it to containerd for Pods whose pull
@@ -138,8 +138,8 @@ build() {
   [ "$(id -u)" -eq 0 ] || die "building the node's images needs root (chroot, buildah)"
   mkdir -p "$OUT/logs" "$IMAGE_CACHE"
   local base flask_key
-  # The Flask image starts from hack/image.sh's debootstrap base (made once, cached there).
-  base=$("$here/image.sh" base | tail -n 1) || die "making the debootstrap base failed (hack/image.sh base)"
+  # The Flask image starts from hack/image.sh's debootstrap image (made once, cached there).
+  base=$("$here/image.sh" os | tail -n 1) || die "making the debootstrap image failed (hack/image.sh os)"
   exec 8>"$IMAGE_CACHE/lock" # the buildah storage is hack/image.sh's: one writer at a time
   flock 8
   flask_key=$(flask_key "$base")
