@@ -6,9 +6,10 @@
 #   3. the other supported Pythons found (PATH, pyenv): their own virtualenv, unit tests and mypy,
 #      in the background beside steps 4 and 5 (their log is shown at the end)
 #   4. the local control plane's binaries (built once per machine, before any test starts); as
-#      root, the operator image (hack/image.sh build, cached by content hash) that
-#      tests/integration/test_image.py runs; where the machine can host a real node, its
-#      packages, kubelet/kube-proxy and images (tests/integration/test_real_node.py then must pass)
+#      root, the images (hack/image.sh, cached by content hash): the base image, the seeds' image
+#      and tests/integration/sdk-operator's, FROM it, that tests/integration/test_image.py runs
+#      and test_real_node.py deploys; where the machine can host a real node, its packages,
+#      kubelet/kube-proxy and images (tests/integration/test_real_node.py then must pass)
 #   5. one throwaway local cluster for the rest of the run (or $OPERATOR_RUNNER_KUBECONFIG):
 #      pytest (unit and integration tests), molecule syntax check, molecule scenario `default`
 #
@@ -108,9 +109,10 @@ others_done() {
 }
 step "the local control plane's binaries" hack/build-binaries.sh
 if [ "$(id -u)" = 0 ]; then
-  step "the operator image (buildah on a debootstrap base)" hack/image.sh build
+  step "the images: base, seeds', tests/integration/sdk-operator's (buildah, debootstrap)" \
+    "$BIN/python" -m tests.integration.kit.images
 else
-  echo "not root: the operator image is not built and tests/integration/test_image.py is skipped" >&2
+  echo "not root: the images are not built; tests/integration/test_image.py is skipped" >&2
 fi
 # Where the machine can host a real node (root, usable cgroups, ...), the real-node tests run and
 # must pass: their packages, kubelet/kube-proxy and images are made here, before pytest.

@@ -1,11 +1,17 @@
-"""The operator image (Dockerfile), built and run with no Docker engine and no registry.
+"""The images (images/operator-runner/Dockerfile, ./Dockerfile), built and run with no Docker
+engine and no registry.
 
-`hack/image.sh build` builds it with buildah on a base made with debootstrap (both cached
-outside the repo by content hash: the first build on a machine takes a few minutes, later ones
-none). `hack/image.sh run` runs the image's own entrypoint (tini -> operator-runner) from the
-image's root filesystem, mounted read-only, with a tmpfs on /tmp, as the image's user, in its own
-PID namespace, on the host's network, against the test cluster. The sample CRs must converge, and
-the process must be uid 1001 without privileges and leave the image's filesystem untouched.
+`hack/image.sh` builds them with buildah on a debootstrap image (all cached outside the repo by
+content hash: the first build on a machine takes a few minutes, later ones none): the base image,
+operator-sdk's ansible-operator image in operator-runner's shape, with no operator of its own;
+the seeds' operators FROM it; and tests/integration/sdk-operator FROM it, whose Dockerfile is the
+one operator-sdk scaffolds and whose requirements.yml installs a collection (a tarball of the
+tests' own making: Galaxy is unreachable here) with ansible-galaxy as uid 1001.
+`hack/image.sh run` runs an image's own entrypoint (/tini -> /usr/local/bin/ansible-operator)
+from the image's root filesystem, mounted read-only, with a tmpfs on /tmp, as the image's user,
+in its own PID namespace, on the host's network, against the test cluster. The CRs must
+converge, and the process must be uid 1001 without privileges and leave the image's filesystem
+untouched.
 """
 
 from __future__ import annotations
@@ -13,11 +19,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 import signal
 import socket
+import stat
 import subprocess
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,34 +34,69 @@ from kubernetes import client
 
 from .conftest import Cluster
 from .kit import condition, temporary_namespace, wait_for
+from .kit.images import (
+    ENTRYPOINT,
+    IMAGE_SH,
+    SDK_OPERATOR,
+    base_image,
+    image_sh,
+    sdk_operator_image,
+    seeds_image,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
-IMAGE_SH = REPO / "hack" / "image.sh"
 SAMPLES = REPO / "config" / "samples"
 ECHO = ("app.my.domain", "v1", "echoes", "echo-sample")
 FLASK = ("swallowlab.com", "v1alpha1", "echoflasks", "example-echoflask")
-ENTRYPOINT = ["tini", "--", "operator-runner", "run", "--watches-file=./watches.yaml"]
+GREETING = ("demo.sdk.example.com", "v1alpha1", "greetings", "greeting-sample")
 
 
-def image_sh(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> str:
-    proc = subprocess.run(
-        [str(IMAGE_SH), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
-    assert proc.returncode == 0, f"hack/image.sh {' '.join(args)}: {proc.stderr[-4000:]}"
-    return proc.stdout.strip()
+def _needs_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("building and running the images needs root (debootstrap, chroot, namespaces)")
+
+
+@pytest.fixture(scope="module")
+def base() -> str:
+    _needs_root()
+    return base_image()
 
 
 @pytest.fixture(scope="module")
 def image() -> str:
-    if os.geteuid() != 0:
-        pytest.skip("building and running the image needs root (debootstrap, chroot, namespaces)")
-    return image_sh("build", timeout=1500)
+    """The seeds' image."""
+    _needs_root()
+    return seeds_image()
+
+
+@pytest.fixture(scope="module")
+def sdk_image() -> str:
+    _needs_root()
+    return sdk_operator_image()
+
+
+def config_of(image: str) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads(image_sh("inspect", env={"IMAGE": image}))["OCIv1"][
+        "config"
+    ]
+    return config
+
+
+def rootfs_of(image: str) -> Path:
+    return Path(image_sh("rootfs", env={"IMAGE": image}))
+
+
+def resolve_in(rootfs: Path, path: str) -> Path:
+    """`path` inside the image, its symbolic links followed as the image sees them."""
+    here = rootfs / path.lstrip("/")
+    for _ in range(20):
+        if not here.is_symlink():
+            return here
+        target = os.readlink(here)
+        here = rootfs / target.lstrip("/") if target.startswith("/") else here.parent / target
+    raise AssertionError(f"{path}: too many symbolic links")
 
 
 def free_port() -> int:
@@ -118,9 +161,14 @@ def http_get(port: int, path: str) -> tuple[int, str]:
 
 def converged(api: client.ApiClient, what: tuple[str, str, str, str], ns: str) -> Any:
     group, version, plural, name = what
-    obj = client.CustomObjectsApi(api).get_namespaced_custom_object(
-        group, version, ns, plural, name
-    )
+    try:
+        obj = client.CustomObjectsApi(api).get_namespaced_custom_object(
+            group, version, ns, plural, name
+        )
+    except client.exceptions.ApiException as err:
+        if err.status == 404:
+            return None
+        raise
     ok = condition(obj, "Successful")
     if (
         ok
@@ -137,25 +185,47 @@ def owned_by(obj: Any, owner: dict[str, Any]) -> bool:
 
 @pytest.fixture
 def namespace(cluster: Cluster) -> Iterator[str]:
-    cluster.kubectl("apply", "-f", str(REPO / "crds"))
-    for crd in ("echoes.app.my.domain", "echoflasks.swallowlab.com"):
-        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd}")
     with temporary_namespace(cluster, "ort-image") as name:
         yield name
 
 
-def test_image_config(image: str) -> None:
-    config = json.loads(image_sh("inspect", env={"IMAGE": image}))["OCIv1"]["config"]
+def install_crds(cluster: Cluster, path: Path, names: tuple[str, ...]) -> None:
+    kustomized = (path / "kustomization.yaml").is_file()
+    cluster.kubectl("apply", "-k" if kustomized else "-f", str(path))
+    for crd in names:
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd}")
+
+
+def test_base_image_is_operator_sdks_shape_with_no_operator(base: str) -> None:
+    config = config_of(base)
     assert config["User"] == "1001"
     assert config["Entrypoint"] == ENTRYPOINT
     assert config["WorkingDir"] == "/opt/ansible"
     env = dict(e.split("=", 1) for e in config["Env"])
-    assert env["HOME"] == "/tmp"
-    assert env["ANSIBLE_LOCAL_TEMP"].startswith("/tmp/")
-    rootfs = Path(image_sh("rootfs", env={"IMAGE": image}))
-    for path in ("opt/ansible/watches.yaml", "opt/ansible/roles/echo", "opt/ansible/playbooks"):
-        assert (rootfs / path).exists(), path
-    site = next((rootfs / "opt/venv/lib").glob("python3.11/site-packages"))
+    assert env["HOME"] == "/opt/ansible"
+    assert (env["USER_NAME"], env["USER_UID"]) == ("ansible", "1001")
+    assert env["PATH"].startswith("/opt/venv/bin:")
+    assert env["ANSIBLE_LOCAL_TEMP"].startswith("/tmp/")  # a read-only root filesystem works
+    rootfs = rootfs_of(base)
+    # No operator of its own: HOME holds nothing but ~/.ansible.
+    assert sorted(p.name for p in (rootfs / "opt/ansible").iterdir()) == [".ansible"]
+    for path in ("opt/ansible", "opt/ansible/.ansible", "opt/ansible/.ansible/tmp"):
+        st = (rootfs / path).stat()
+        assert (st.st_uid, st.st_gid) == (1001, 0), path
+        assert st.st_mode & 0o770 == 0o770, path  # ug+rwx: any uid of group 0 (OpenShift)
+    # Ansible's temp files under /tmp, there for any uid (a derived image's RUN leaves its own).
+    for path in ("tmp/.ansible", "tmp/.ansible/tmp"):
+        assert stat.S_IMODE((rootfs / path).stat().st_mode) == 0o1777, path
+    passwd = (rootfs / "etc/passwd").read_text().splitlines()
+    assert [line.split(":")[5] for line in passwd if line.split(":")[2] == "1001"] == [
+        "/opt/ansible"
+    ]
+    # /tini and /usr/local/bin/ansible-operator, where operator-sdk's image has them.
+    for program in ("/tini", "/usr/local/bin/ansible-operator", "/usr/bin/curl"):
+        target = resolve_in(rootfs, program)
+        assert target.is_file() and os.access(target, os.X_OK), program
+    assert os.readlink(rootfs / "usr/local/bin/ansible-operator") == "/opt/venv/bin/operator-runner"
+    site = next((rootfs / "opt/venv/lib").glob("python3.*/site-packages"))
     assert (site / "ansible_collections/kubernetes/core").is_dir()
     assert (site / "runner/ansible/collections/ansible_collections/operator_sdk/util").is_dir()
     # No build tools, no pip cache, no apt lists left behind.
@@ -164,43 +234,87 @@ def test_image_config(image: str) -> None:
     assert not any((rootfs / "var/lib/apt/lists").glob("*Packages*"))
 
 
-def test_image_converges_the_samples_as_uid_1001_on_a_read_only_root(
-    cluster: Cluster, image: str, namespace: str, tmp_path: Path
-) -> None:
-    rootfs = Path(image_sh("rootfs", env={"IMAGE": image}))
-    before = tree(rootfs)
+def test_seeds_image_is_built_from_the_base_as_a_users_would_be(base: str, image: str) -> None:
+    config = config_of(image)
+    assert config["Entrypoint"] == ENTRYPOINT and config["User"] == "1001"
+    rootfs = rootfs_of(image)
+    for path in ("watches.yaml", "requirements.yml", "roles/echo", "roles/echoflask", "playbooks"):
+        assert (rootfs / "opt/ansible" / path).exists(), path
+    # FROM the base: the base's layers are the seeds' image's first ones.
+    layers = json.loads(image_sh("inspect", env={"IMAGE": image}))["OCIv1"]["rootfs"]["diff_ids"]
+    base_layers = json.loads(image_sh("inspect", env={"IMAGE": base}))["OCIv1"]["rootfs"][
+        "diff_ids"
+    ]
+    assert layers[: len(base_layers)] == base_layers and len(layers) > len(base_layers)
+
+
+@contextlib.contextmanager
+def running(
+    cluster: Cluster, image: str, namespace: str, log_path: Path, *args: str
+) -> Iterator[tuple[subprocess.Popen[bytes], Callable[[], int]]]:
+    """`hack/image.sh run IMAGE ARGS` (the image's entrypoint, read-only root, uid 1001) watching
+    `namespace`; yields the process and a function that finds the operator's PID in it. Stopped
+    with SIGTERM afterwards: it must exit 0 and not say "Read-only file system"."""
     health, metrics = free_port(), free_port()
-    log_path = tmp_path / "image.log"
     env = {
         **os.environ,
         "IMAGE": image,
         "KUBECONFIG": str(cluster.kubeconfig),
         "WATCH_NAMESPACE": namespace,
     }
-    args = [
+    argv = [
         f"--health-probe-bind-address=127.0.0.1:{health}",
         f"--metrics-bind-address=127.0.0.1:{metrics}",
         "--role-metrics-bind-address=127.0.0.1:0",  # not 5050: operators run side by side
         "--log-format=json",
+        *args,
     ]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [str(IMAGE_SH), "run", "--", *args], stdout=log, stderr=subprocess.STDOUT, env=env
+            [str(IMAGE_SH), "run", "--", *argv], stdout=log, stderr=subprocess.STDOUT, env=env
         )
-    api = cluster.api_client()
-    try:
 
-        def operator_pid() -> int | None:
+    def operator_pid() -> int:
+        def find() -> int | None:
             for pid in descendants(proc.pid):
                 try:
                     argv = cmdline(pid)
                 except OSError:
                     continue
-                if len(argv) > 2 and argv[1].endswith("/operator-runner") and argv[2] == "run":
+                if (
+                    len(argv) > 2
+                    and argv[1] == "/usr/local/bin/ansible-operator"
+                    and argv[2] == "run"
+                ):
                     return pid
             return None
 
-        pid = wait_for(operator_pid, timeout=120, what="the operator process in the image")
+        return wait_for(find, timeout=120, what="the operator process in the image")
+
+    try:
+        yield proc, operator_pid
+        assert http_get(health, "/healthz")[0] == 200
+        assert http_get(health, "/readyz")[0] == 200
+        code, text = http_get(metrics, "/metrics")
+        assert code == 200 and "# TYPE" in text
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=90)
+    log_text = log_path.read_text(errors="replace")
+    assert rc == 0, log_text[-4000:]
+    assert "Read-only file system" not in log_text
+
+
+def test_seeds_image_converges_the_samples_as_uid_1001_on_a_read_only_root(
+    cluster: Cluster, image: str, namespace: str, tmp_path: Path
+) -> None:
+    install_crds(cluster, REPO / "crds", ("echoes.app.my.domain", "echoflasks.swallowlab.com"))
+    rootfs = rootfs_of(image)
+    before = tree(rootfs)
+    api = cluster.api_client()
+    with running(cluster, image, namespace, tmp_path / "image.log") as (_, operator_pid):
+        pid = operator_pid()
         cluster.kubectl("apply", "-n", namespace, "-k", str(SAMPLES))
         echo = wait_for(
             lambda: converged(api, ECHO, namespace), timeout=180, what="Echo Successful"
@@ -214,9 +328,10 @@ def test_image_converges_the_samples_as_uid_1001_on_a_read_only_root(
         assert owned_by(deployment, flask)
         assert owned_by(core.read_namespaced_service("example-echoflask-svc", namespace), flask)
 
-        # The image's Python and the image's operator-runner, as uid 1001, no privileges.
+        # The image's Python and operator-runner under operator-sdk's program name, as uid
+        # 1001, no privileges, in HOME.
         argv = cmdline(pid)
-        assert argv[:3] == ["/opt/venv/bin/python3", "/opt/venv/bin/operator-runner", "run"]
+        assert argv[:3] == ["/opt/venv/bin/python3", "/usr/local/bin/ansible-operator", "run"]
         assert "--watches-file=./watches.yaml" in argv
         assert os.readlink(f"/proc/{pid}/cwd").endswith("/opt/ansible")
         status = proc_status(pid)
@@ -225,26 +340,61 @@ def test_image_converges_the_samples_as_uid_1001_on_a_read_only_root(
         assert status["Groups"] == ""
         assert int(status["CapEff"], 16) == 0 and int(status["CapPrm"], 16) == 0
         assert status["NoNewPrivs"] == "1"
-        # tini is PID 1 of the container's PID namespace, and the operator's parent.
+        # /tini is PID 1 of the container's PID namespace, and the operator's parent.
         tini = int(status["PPid"])
-        assert cmdline(tini)[:2] == ["tini", "--"]
+        assert cmdline(tini)[:2] == ["/tini", "--"]
         assert proc_status(tini)["NSpid"].split()[-1] == "1"
         assert proc_status(tini)["Uid"].split() == ["1001"] * 4
         # Read-only root; /tmp is the only writable place, and the runner writes there.
         seen = mounts(pid)
         assert "ro" in seen["/"][1].split(","), seen["/"]
         assert seen["/tmp"][0] == "tmpfs" and "rw" in seen["/tmp"][1].split(",")
-        assert (Path(f"/proc/{pid}/root/tmp/operator-runner")).is_dir()
-        # Health probes and metrics from outside the container.
-        assert http_get(health, "/healthz")[0] == 200
-        assert http_get(health, "/readyz")[0] == 200
-        code, text = http_get(metrics, "/metrics")
-        assert code == 200 and "# TYPE" in text
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        rc = proc.wait(timeout=90)
-    log_text = log_path.read_text(errors="replace")
-    assert rc == 0, log_text[-4000:]
-    assert "Read-only file system" not in log_text
+        assert any(Path(f"/proc/{pid}/root/tmp").iterdir())
+    assert tree(rootfs) == before, "the operator wrote to the image's filesystem"
+
+
+def test_collections_installed_by_ansible_galaxy_in_a_derived_image_are_used(
+    cluster: Cluster, sdk_image: str, namespace: str, tmp_path: Path
+) -> None:
+    """operator-sdk's scaffolded Dockerfile, FROM the base image: `ansible-galaxy collection
+    install -r requirements.yml` ran as uid 1001 into ${HOME}/.ansible/collections, and the
+    Greeting role's run calls the collection's module (on a read-only root filesystem)."""
+    rootfs = rootfs_of(sdk_image)
+    installed = rootfs / "opt/ansible/.ansible/collections/ansible_collections/sdktest/tools"
+    assert (installed / "MANIFEST.json").is_file()
+    assert installed.stat().st_uid == 1001, pwd.getpwuid(installed.stat().st_uid).pw_name
+    assert (
+        stat.S_IMODE(installed.stat().st_mode) & 0o770 == 0o770
+    )  # chmod -R ug+rwx ${HOME}/.ansible
+    assert (rootfs / "opt/ansible/watches.yaml").is_file()
+    assert (rootfs / "opt/ansible/playbooks/podexec.yml").is_file()
+    # ansible-galaxy's RUN left /tmp/.ansible/tmp usable by any uid, and no trace of the mount.
+    assert stat.S_IMODE((rootfs / "tmp/.ansible/tmp").stat().st_mode) == 0o1777
+    assert not any((rootfs / "mnt").iterdir())
+    install_crds(
+        cluster,
+        SDK_OPERATOR / "config" / "crd",
+        ("greetings.demo.sdk.example.com", "podexecs.demo.sdk.example.com"),
+    )
+    before = tree(rootfs)
+    api = cluster.api_client()
+    with running(cluster, sdk_image, namespace, tmp_path / "sdk.log") as (_, operator_pid):
+        operator_pid()
+        cluster.kubectl(
+            "apply",
+            "-n",
+            namespace,
+            "-f",
+            str(SDK_OPERATOR / "config/samples/demo_v1alpha1_greeting.yaml"),
+        )
+        greeting = wait_for(
+            lambda: converged(api, GREETING, namespace), timeout=180, what="Greeting Successful"
+        )
+        assert greeting["status"]["message"] == "Hello, operator-sdk!"
+        assert greeting["status"]["collectionVersion"] == "1.0.0"
+        config_map = client.CoreV1Api(api).read_namespaced_config_map(
+            "greeting-sample-greeting", namespace
+        )
+        assert config_map.data == {"message": "Hello, operator-sdk!"}
+        assert owned_by(config_map, greeting)
     assert tree(rootfs) == before, "the operator wrote to the image's filesystem"
