@@ -1,36 +1,66 @@
-"""The seeds' operators where Pods really run: a cluster with a real node (make cluster NODE=real).
+"""Operators where Pods really run: one cluster with a real node (make cluster NODE=real).
 
-A module-scoped cluster of its own (hack/cluster.sh up with NODE=real: kwok Nodes tainted
-NoSchedule plus one real node, kubelet + containerd + kube-proxy, hack/real-node.sh), always
-torn down afterwards. The real operator process (`operator-runner run` with the project's
-watches.yaml) converges the seeds' sample CRs verbatim; the Echo's busybox really prints
-`hello world!` and ends, the EchoFlask app really answers on its NodePort at 127.0.0.1.
-The last test takes the cluster down with `make cluster-down NODE=real` and checks that the host
-is as it was before the cluster came up (sysctls, iptables, links, mounts, cgroups, paths).
+One module-scoped cluster for every test here (kit/realnode.py: hack/cluster.sh up with
+NODE=real, kwok Nodes tainted NoSchedule plus one real node, kubelet + containerd + kube-proxy),
+always torn down afterwards.
+
+- The seeds: their operators, deployed from their image with `make deploy NODE=real` (the
+  seeds' image FROM the base image, deploy/'s read-only root filesystem), converge their sample
+  CRs verbatim; the Echo's busybox really prints `hello world!` and ends,
+  the EchoFlask app really answers on its NodePort at 127.0.0.1.
+- An operator-sdk project, deployed as operator-sdk's users deploy theirs: tests/integration/
+  sdk-operator (operator-sdk's scaffolded Dockerfile with only FROM changed, built FROM the base
+  image; `config/` in operator-sdk's kustomize layout, `config/default` with the metrics patch:
+  --metrics-secure --metrics-require-rbac; --leader-elect), its image loaded into the real node
+  and `kubectl kustomize config/default` applied. Its CRs reach Successful (one with a collection
+  that ansible-galaxy installed from requirements.yml, one whose role runs
+  kubernetes.core.k8s_exec in a busybox Pod it made, as operator-sdk's e2e operators do);
+  /metrics answers over TLS only to a token bound to the metrics-reader ClusterRole, also to curl
+  inside the operator's Pod; the last run's output is at operator-sdk's debugging path.
+- The last test takes the cluster down with `make cluster-down NODE=real` and checks that the
+  host is as it was before the cluster came up (sysctls, iptables, links, mounts, cgroups, paths).
 
 Skipped, with the reason, where the machine cannot host a real node (hack/real-node.sh check:
 not root, no usable cgroups, ...), where another real-node cluster is up, or where the node's
 binaries and images are not built: they are built before pytest starts, never inside a test
-(`make binaries NODE=real node-images`). With OPERATOR_RUNNER_REQUIRE_REAL_NODE=1 (for a CI
-that prepares them) each of these is a failure instead.
+(`make binaries NODE=real node-images`, `python -m tests.integration.kit.images`). With
+OPERATOR_RUNNER_REQUIRE_REAL_NODE=1 (for a CI that prepares them) each of these is a failure
+instead.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import ssl
 import subprocess
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from kubernetes import client
 
 from .conftest import REPO
-from .kit import wait_for
-from .kit.realnode import NODE_NAME, RealCluster, diff_states, host_state, why_not
-from .test_operators import ECHO, FLASK, FLASK_LABELS, WATCHES, Env, wait_established
+from .kit import CrKind, condition, wait_for
+from .kit.images import ENTRYPOINT, SDK_OPERATOR, sdk_operator_image
+from .kit.realnode import (
+    NODE_NAME,
+    RealCluster,
+    deploy,
+    diff_states,
+    host_state,
+    load_image,
+    ready_pod,
+    why_not,
+)
+from .test_operators import ECHO, FLASK, FLASK_LABELS, Env
+
+SEEDS_NAMESPACE = "operator-runner-system"  # deploy/'s
+SEEDS_SELECTOR = "control-plane=controller-manager,app.kubernetes.io/name=operator-runner"
 
 pytestmark = [
     pytest.mark.integration,
@@ -41,21 +71,33 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def env(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    real_cluster.kubectl("apply", "-f", str(REPO / "crds"))
+    """The seeds' operators deployed from their image as the README says (`make deploy
+    NODE=real`: the seeds' image of `make image`, FROM the base image, loaded into the real node;
+    the CRDs and deploy/ applied), and a namespace for their samples."""
+    environ = {**os.environ, "KUBECONFIG": str(real_cluster.kubeconfig)}
+    deployed = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "deploy",
+            "NODE=real",
+            f"CLUSTER_NAME={real_cluster.name}",
+        ],
+        cwd=REPO,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert deployed.returncode == 0, deployed.stdout[-2000:] + deployed.stderr[-3000:]
+    ready_pod(real_cluster, SEEDS_NAMESPACE, SEEDS_SELECTOR)
     namespace = f"real-{uuid.uuid4().hex[:8]}"
-    tmp = tmp_path_factory.mktemp("real-node")
+    real_cluster.kubectl("create", "namespace", namespace)
     with real_cluster.api_client() as api:
-        wait_established(api)
-        real_cluster.kubectl("create", "namespace", namespace)
-        environment = Env(real_cluster, api, namespace, tmp, watches=WATCHES)
-        try:
-            environment.start()
-            yield environment
-        finally:
-            environment.stop()
+        yield Env(real_cluster, api, namespace, tmp_path_factory.mktemp("real-node"))
 
 
-# -- the tests -------------------------------------------------------------------------------
+# -- the seeds ---------------------------------------------------------------------------------
 
 
 def test_kwok_nodes_are_tainted_and_the_real_node_is_ready(real_cluster: RealCluster) -> None:
@@ -162,9 +204,167 @@ def test_deleting_the_crs_collects_everything(env: Env) -> None:
     wait_for(all_gone, timeout=120, what="the CRs and everything they made to be deleted")
 
 
-def test_cluster_down_restores_the_host(real_cluster: RealCluster, env: Env) -> None:
+# -- an operator-sdk project, from its image FROM the base image, deployed with kustomize -------
+
+SDK_NAMESPACE = "sdk-operator-system"  # config/default's namespace
+SDK_SELECTOR = "control-plane=controller-manager,app.kubernetes.io/name=sdk-operator"
+SDK_METRICS_SERVICE = "sdk-operator-controller-manager-metrics-service"
+GREETING = CrKind("demo.sdk.example.com", "v1alpha1", "greetings", "Greeting")
+POD_EXEC = CrKind("demo.sdk.example.com", "v1alpha1", "podexecs", "PodExec")
+
+
+@dataclass
+class SdkOperator:
+    """tests/integration/sdk-operator deployed (`kubectl kustomize config/default`, image set),
+    its Pod on the real node, and a namespace for its CRs with two ServiceAccounts: one bound
+    to the metrics-reader ClusterRole, one not."""
+
+    cluster: RealCluster
+    env: Env
+    image: str
+    pod: str
+
+    def exec(self, *command: str, check: bool = True) -> str:
+        return self.cluster.kubectl(
+            "exec", "-n", SDK_NAMESPACE, self.pod, "-c", "manager", "--", *command, check=check
+        )
+
+    def token(self, account: str) -> str:
+        return self.cluster.kubectl("create", "token", account, "-n", self.env.ns).strip()
+
+    def apply_sample(self, filename: str) -> None:
+        sample = SDK_OPERATOR / "config" / "samples" / filename
+        self.cluster.kubectl("apply", "-n", self.env.ns, "-f", str(sample))
+
+    def successful(self, kind: CrKind, name: str, timeout: float = 180) -> dict[str, Any]:
+        """The CR once `Successful` is True; on timeout, the operator's log in the failure."""
+
+        def probe() -> dict[str, Any] | None:
+            obj = self.env.get(kind, name)
+            done = condition(obj or {}, "Successful")
+            return obj if obj and done and done["status"] == "True" else None
+
+        try:
+            return wait_for(probe, timeout=timeout, what=f"{kind.kind} {name} Successful")
+        except AssertionError as err:
+            logs = self.cluster.kubectl(
+                "logs", "-n", SDK_NAMESPACE, self.pod, "-c", "manager", "--tail=60", check=False
+            )
+            raise AssertionError(f"{err}\nthe operator's log:\n{logs}") from None
+
+
+@pytest.fixture(scope="module")
+def sdk(
+    real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SdkOperator]:
+    image = sdk_operator_image()  # built before pytest (make test); here: its cached name
+    load_image(image)
+    deploy(real_cluster, SDK_OPERATOR / "config" / "default", image)
+    pod = ready_pod(real_cluster, SDK_NAMESPACE, SDK_SELECTOR)
+    namespace = f"sdk-{uuid.uuid4().hex[:8]}"
+    real_cluster.kubectl("create", "namespace", namespace)
+    for account in ("metrics-reader", "no-metrics"):
+        real_cluster.kubectl("create", "serviceaccount", account, "-n", namespace)
+    real_cluster.kubectl(
+        "create",
+        "clusterrolebinding",
+        f"{namespace}-metrics-reader",
+        "--clusterrole=sdk-operator-metrics-reader",
+        f"--serviceaccount={namespace}:metrics-reader",
+    )
+    with real_cluster.api_client() as api:
+        env = Env(real_cluster, api, namespace, tmp_path_factory.mktemp("sdk-operator"))
+        yield SdkOperator(real_cluster, env, image, pod["metadata"]["name"])
+
+
+def https_get(url: str, token: str | None) -> tuple[int, str]:
+    """GET over TLS (the operator's certificate is self-signed: not verified), optionally with a
+    bearer token; (status, body), or (0, why) when no answer came."""
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(
+            request, timeout=10, context=ssl._create_unverified_context()
+        ) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode(errors="replace")
+    except OSError as err:
+        return 0, str(err)
+
+
+def test_sdk_operator_runs_from_its_image_with_operator_sdks_entrypoint(sdk: SdkOperator) -> None:
+    pod = json.loads(sdk.cluster.kubectl("get", "pod", "-n", SDK_NAMESPACE, sdk.pod, "-o", "json"))
+    assert pod["spec"]["nodeName"] == NODE_NAME
+    assert pod["spec"]["containers"][0]["image"] == sdk.image
+    # PID 1 is /tini, running the base image's ENTRYPOINT with config/default's args.
+    argv = sdk.exec("cat", "/proc/1/cmdline").split("\0")[:-1]
+    assert argv[:5] == ENTRYPOINT, argv
+    assert {"--metrics-secure", "--metrics-require-rbac", "--leader-elect"} <= set(argv[5:])
+    assert sdk.exec("id", "-u").strip() == "1001"
+    assert sdk.exec("sh", "-c", "echo $HOME; pwd").split() == ["/opt/ansible", "/opt/ansible"]
+
+
+def test_sdk_operator_greeting_is_successful(sdk: SdkOperator) -> None:
+    """The Greeting role calls sdktest.tools, which ansible-galaxy installed from
+    requirements.yml in the project's image."""
+    sdk.apply_sample("demo_v1alpha1_greeting.yaml")
+    greeting = sdk.successful(GREETING, "greeting-sample")
+    assert greeting["status"]["message"] == "Hello, operator-sdk!"
+
+
+def test_the_last_run_is_at_operator_sdks_debugging_path(sdk: SdkOperator) -> None:
+    sdk.successful(GREETING, "greeting-sample")
+    path = (
+        "/tmp/ansible-operator/runner/demo.sdk.example.com/v1alpha1/Greeting/"
+        f"{sdk.env.ns}/greeting-sample/artifacts/latest/stdout"
+    )
+    stdout = sdk.exec("cat", path)
+    assert "Greet with sdktest.tools" in stdout and "PLAY RECAP" in stdout, stdout[-2000:]
+
+
+def test_metrics_over_tls_only_for_a_token_bound_to_metrics_reader(sdk: SdkOperator) -> None:
+    service = sdk.env.core.read_namespaced_service(SDK_METRICS_SERVICE, SDK_NAMESPACE)
+    url = f"https://{service.spec.cluster_ip}:8443/metrics"
+    reader = sdk.token("metrics-reader")
+    replies: list[tuple[int, str]] = []
+
+    def answered() -> tuple[int, str] | None:
+        replies.append(https_get(url, reader))
+        return replies[-1] if replies[-1][0] == 200 else None
+
+    try:
+        _, body = wait_for(answered, timeout=60, what=f"200 from {url}")
+    except AssertionError as err:
+        raise AssertionError(f"{err}; the last answer: {replies[-1]}") from None
+    assert "# TYPE" in body
+    assert https_get(url, None)[0] == 401
+    assert https_get(url, sdk.token("no-metrics"))[0] == 403
+
+
+def test_pod_exec_records_the_output_of_k8s_exec_in_a_busybox_pod(sdk: SdkOperator) -> None:
+    """As operator-sdk's e2e test operators do: the role starts a busybox Pod, runs a command in
+    it with kubernetes.core.k8s_exec, and records what it printed in the CR's status."""
+    sdk.apply_sample("demo_v1alpha1_podexec.yaml")
+    obj = sdk.successful(POD_EXEC, "podexec-sample", timeout=240)
+    assert obj["status"]["execOutput"] == "hello world"
+    busybox = sdk.env.pod("podexec-sample-busybox")
+    assert busybox is not None and busybox.spec.node_name == NODE_NAME
+
+
+def test_metrics_from_inside_the_operators_pod(sdk: SdkOperator) -> None:
+    """As operator-sdk's e2e test does: exec into the operator's Pod and curl its /metrics."""
+    token = sdk.token("metrics-reader")
+    url = "https://localhost:8443/metrics"
+    body = sdk.exec("curl", "-sS", "-k", "-H", f"Authorization: Bearer {token}", url)
+    assert "controller_runtime_reconcile_total" in body, body[-2000:]
+    code = sdk.exec("curl", "-sS", "-k", "-o", "/dev/null", "-w", "%{http_code}", url)
+    assert code == "401"
+
+
+def test_cluster_down_restores_the_host(real_cluster: RealCluster) -> None:
     """`make cluster-down NODE=real` leaves the host as it was before the cluster came up."""
-    env.stop()  # the operator talks to this cluster: stop it first
     subprocess.run(
         [
             "make",

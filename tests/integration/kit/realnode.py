@@ -11,6 +11,7 @@ cluster, is a failure instead of a skip.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import signal
@@ -24,6 +25,7 @@ from typing import Any, NoReturn
 import pytest
 
 from ..conftest import REPO, Cluster, _sigterm_as_interrupt
+from .waiting import wait_for
 
 REAL_NODE_SH = REPO / "hack" / "real-node.sh"
 CLUSTER_SH = REPO / "hack" / "cluster.sh"
@@ -197,3 +199,52 @@ def real_cluster() -> Iterator[RealCluster]:
     finally:
         subprocess.run([str(CLUSTER_SH), "down", name], check=False, env=environ, timeout=600)
         signal.signal(signal.SIGTERM, previous)
+
+
+# -- an operator deployed from its image ------------------------------------------------------
+
+
+def load_image(image: str) -> None:
+    """Put an image of hack/image.sh's storage into the real node's containerd."""
+    proc = subprocess.run(
+        [str(REAL_NODE_SH), "load-image", image], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, f"hack/real-node.sh load-image {image}: {proc.stderr[-3000:]}"
+
+
+def deploy(cluster: Cluster, config: Path, image: str) -> str:
+    """`kubectl kustomize CONFIG`, its `controller:latest` image set to IMAGE (what an
+    operator-sdk project's `make deploy IMG=...` does with `kustomize edit set image`), applied.
+    The manifests are returned."""
+    manifests = cluster.kubectl("kustomize", str(config))
+    manifests, count = re.subn(
+        r"image: controller:latest$", f"image: {image}", manifests, flags=re.M
+    )
+    assert count == 1, f"{config}: expected one container with image controller:latest"
+    cluster.kubectl("apply", "-f", "-", input=manifests)
+    return manifests
+
+
+def ready_pod(
+    cluster: Cluster, namespace: str, selector: str, timeout: float = 300
+) -> dict[str, Any]:
+    """The one Ready Pod of `selector` in `namespace` (after a rollout: the only one left)."""
+
+    def ready() -> dict[str, Any] | None:
+        pods = json.loads(
+            cluster.kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "json")
+        )
+        live = [p for p in pods["items"] if not p["metadata"].get("deletionTimestamp")]
+        if len(live) != 1:
+            return None
+        conditions = live[0].get("status", {}).get("conditions") or []
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions):
+            return dict(live[0])
+        return None
+
+    try:
+        return wait_for(ready, timeout=timeout, what=f"a Ready Pod {selector} in {namespace}")
+    except AssertionError as err:
+        describe = cluster.kubectl("describe", "pods", "-n", namespace, "-l", selector, check=False)
+        logs = cluster.kubectl("logs", "-n", namespace, "-l", selector, "--tail=40", check=False)
+        raise AssertionError(f"{err}\n{describe[-3000:]}\n{logs[-3000:]}") from None
