@@ -169,7 +169,12 @@ def test_dockerfile_and_makefile(project: Path) -> None:
     dockerfile = (project / "Dockerfile").read_text()
     assert "FROM ${OPERATOR_RUNNER_IMAGE}" in dockerfile
     assert "ARG OPERATOR_RUNNER_IMAGE=operator-runner:latest" in dockerfile
-    for copy in ("COPY watches.yaml ./", "COPY roles/ roles/", "COPY playbooks/ playbooks/"):
+    for copy in (
+        "COPY watches.yaml ${HOME}/watches.yaml",
+        "COPY roles/ ${HOME}/roles/",
+        "COPY playbooks/ ${HOME}/playbooks/",
+        "RUN ansible-galaxy collection install -r ${HOME}/requirements.yml",
+    ):
         assert copy in dockerfile
     makefile = (project / "Makefile").read_text()
     targets = set(re.findall(r"^([a-z-]+):", makefile, flags=re.MULTILINE))
