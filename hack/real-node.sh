@@ -10,7 +10,7 @@
 #                                       when it is up for NAME)
 #   hack/real-node.sh down [NAME]       stop the node and undo every host change it made
 #   hack/real-node.sh load-image [IMAGE]
-#                                       put IMAGE (default: the operator image, built by
+#                                       put IMAGE (default: the seeds' image, built by
 #                                       hack/image.sh build when missing) into the running node's
 #                                       containerd; print its name (make deploy NODE=real)
 #   hack/real-node.sh owner             print the cluster that the real node is up for, if any
@@ -584,7 +584,7 @@ load_image() { # load_image [IMAGE]
     die "no real node is up; make cluster NODE=real first"
   fi
   if [ -z "$image" ]; then
-    image=$("$here/image.sh" build | tail -n 1) || die "building the operator image failed (hack/image.sh build)"
+    image=$("$here/image.sh" build | tail -n 1) || die "building the seeds' image failed (hack/image.sh build)"
   fi
   "$here/node-images.sh" add "$image"
   "$here/node-images.sh" import "$RUN/containerd.sock" "$image"
