@@ -228,7 +228,8 @@ def deploy(cluster: Cluster, config: Path, image: str) -> str:
 def ready_pod(
     cluster: Cluster, namespace: str, selector: str, timeout: float = 300
 ) -> dict[str, Any]:
-    """The one Ready Pod of `selector` in `namespace` (after a rollout: the only one left)."""
+    """The one Ready Pod of `selector` in `namespace` (after a rollout: the only one left). A
+    container that keeps exiting fails at once, with its last log."""
 
     def ready() -> dict[str, Any] | None:
         pods = json.loads(
@@ -237,6 +238,24 @@ def ready_pod(
         live = [p for p in pods["items"] if not p["metadata"].get("deletionTimestamp")]
         if len(live) != 1:
             return None
+        for container in live[0].get("status", {}).get("containerStatuses") or []:
+            if container.get("restartCount", 0) >= 2:
+                name = live[0]["metadata"]["name"]
+                logs = cluster.kubectl(
+                    "logs",
+                    "-n",
+                    namespace,
+                    name,
+                    "-c",
+                    container["name"],
+                    "--previous",
+                    "--tail=30",
+                    check=False,
+                )
+                raise AssertionError(
+                    f"{namespace}/{name}: container {container['name']} keeps exiting "
+                    f"({container.get('lastState')}); its last log:\n{logs}"
+                )
         conditions = live[0].get("status", {}).get("conditions") or []
         if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions):
             return dict(live[0])
@@ -245,6 +264,8 @@ def ready_pod(
     try:
         return wait_for(ready, timeout=timeout, what=f"a Ready Pod {selector} in {namespace}")
     except AssertionError as err:
+        if "keeps exiting" in str(err):
+            raise
         describe = cluster.kubectl("describe", "pods", "-n", namespace, "-l", selector, check=False)
         logs = cluster.kubectl("logs", "-n", namespace, "-l", selector, "--tail=40", check=False)
         raise AssertionError(f"{err}\n{describe[-3000:]}\n{logs[-3000:]}") from None
