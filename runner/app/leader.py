@@ -65,12 +65,14 @@ class LeaderElector:
         on_standby: Callable[[str], None] = lambda detail: None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         clock: Callable[[], float] = time.monotonic,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self.client = client
         self.config = config
         self._on_standby = on_standby
         self._now = now
         self._clock = clock
+        self._jitter = jitter  # 0 <= jitter() < 1
         self._record: LeaseRecord | None = None  # the last Lease we read or wrote
         self.leading = False
 
@@ -163,7 +165,7 @@ class LeaderElector:
             await asyncio.sleep(self._wait_delay(decision))
 
     def _retry_delay(self) -> float:
-        return self.config.retry_period * (1 + random.random() * JITTER)
+        return self.config.retry_period * (1 + self._jitter() * JITTER)
 
     def _wait_delay(self, decision: Decision) -> float:
         """Until the next look: a retry period, or sooner when the Lease expires sooner."""

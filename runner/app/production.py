@@ -31,8 +31,10 @@ import contextlib
 import logging
 import os
 import signal
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from runner.app.bind import BindAddress, BindAddressError, Endpoint, parse_bind_address
@@ -144,12 +146,15 @@ class Production:
         cancel_runs: Callable[[], None],
         environ: Mapping[str, str] = os.environ,
         graceful_timeout: float = 30.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> Production:
         metrics_at = _address("--metrics-bind-address", config.metrics_bind_address)
         health_at = _address("--health-probe-bind-address", config.health_probe_bind_address)
         role_metrics_at = _address("--role-metrics-bind-address", config.role_metrics_bind_address)
         election = election_config(config, watches, environ) if config.leader_elect else None
-        health = Health(stale_after=config.lease_duration)
+        health = Health(stale_after=config.lease_duration, clock=clock)
         metrics: Metrics = NULL_METRICS
         endpoints: list[Endpoint] = []
         try:
@@ -188,7 +193,9 @@ class Production:
             raise
         elector = None
         if election is not None:
-            elector = LeaderElector(client, election, on_standby=health.standby)
+            elector = LeaderElector(
+                client, election, on_standby=health.standby, now=now, clock=clock
+            )
         production = cls(metrics, health, endpoints, elector, cancel_runs, graceful_timeout)
         production.role_metrics_url = role_metrics_url
         return production

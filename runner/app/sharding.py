@@ -145,12 +145,14 @@ class Membership:
         on_members: Callable[[frozenset[str], float], None],
         on_lost: Callable[[str], None],
         clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.client = client
         self.config = config
         self._on_members = on_members
         self._on_lost = on_lost
         self._clock = clock
+        self._now = now
         self._liveness = Liveness(clock)
         self._resource_version: str | None = None
         self._renewed_at: float | None = None
@@ -165,7 +167,7 @@ class Membership:
 
     async def _renew(self) -> None:
         ns, name = self.config.namespace, self.config.lease_name
-        body = lease_body(self.config, datetime.now(UTC), self._resource_version)
+        body = lease_body(self.config, self._now(), self._resource_version)
         try:
             if self._resource_version is None:
                 written = await self._create_or_replace(body)
