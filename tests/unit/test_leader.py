@@ -1,18 +1,26 @@
-"""Leader election: the Lease decision as a pure function, and the elector on a fake API."""
+"""Leader election: the Lease decision as a pure function, and the elector (and the manager's
+side of it, Production) against the fake API on the fake clock."""
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import json
+import itertools
+import random
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
+import fake_api
 import pytest
+from fake_api import Exchange, FakeApi, FakeClock
 
 from runner.app.leader import LeaderElector
 from runner.app.lease import (
+    JITTER,
+    LEASE_DURATION,
+    RENEW_DEADLINE,
+    RETRY_PERIOD,
     Action,
     ElectionConfig,
     ElectionError,
@@ -27,9 +35,6 @@ from runner.app.lease import (
 )
 from runner.app.production import Production, ProductionConfig
 from runner.kube import client as kube
-from runner.kube.client import ApiError, KubeClient, Request
-from runner.kube.credentials import Credentials
-from runner.kube.reachability import Reachability
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 ME = "host-a_1111"
@@ -68,6 +73,7 @@ def test_own_lease_is_renewed() -> None:
 def test_someone_elses_valid_lease_is_waited_for_until_it_expires() -> None:
     decision = decide(record(renewed_ago=5), NOW, ME)
     assert decision.action is Action.WAIT
+    assert decide(record(renewed_ago=14.999999), NOW, ME).action is Action.WAIT
     assert decision.holder == OTHER
     assert decision.expires_at == NOW + timedelta(seconds=10)
 
@@ -176,153 +182,282 @@ def test_bad_configs() -> None:
         ElectionConfig(namespace="ns", name="x", identity=ME, renew_deadline=2, retry_period=2)
 
 
-# --- the elector against a fake API server ---------------------------------------------------
+# --- the elector against the fake API, on the fake clock ---------------------------------------
+#
+# Each test runs on virtual time (fake_api.run): `await asyncio.sleep(s)` lets s seconds pass at
+# once, and every moment below is exact. The durations are the defaults: lease 15 s, renew
+# deadline 10 s, retry period 2 s.
+
+LEASE = kube.lease_path("ops", "op")
+REFUSED = ConnectionRefusedError("connection refused")
+LOOK = RETRY_PERIOD * (1 + JITTER)  # the longest a standby waits between two looks
 
 
-class FakeApi:
-    """Leases in memory, with resourceVersion checks as the API server does them."""
-
-    def __init__(self) -> None:
-        self.leases: dict[str, dict[str, Any]] = {}
-        self.version = 0
-        self.down = False
-        self.requests: list[str] = []
-
-    async def send(self, request: Request, timeout: float = 30.0) -> Any:
-        await asyncio.sleep(0)
-        self.requests.append(request.method)
-        if self.down:
-            raise OSError("connection refused")
-        path = request.path
-        if request.method == "GET":
-            if path not in self.leases:
-                raise ApiError(404, "Not Found", json.dumps({"message": "not found"}))
-            return copy.deepcopy(self.leases[path])
-        body = copy.deepcopy(request.body)
-        if request.method == "POST":
-            path = f"{path}/{body['metadata']['name']}"
-            if path in self.leases:
-                raise ApiError(409, "Conflict", json.dumps({"message": "already exists"}))
-        elif request.method == "PUT":
-            stored = self.leases.get(path)
-            if stored is None:
-                raise ApiError(404, "Not Found", "{}")
-            if body["metadata"].get("resourceVersion") != stored["metadata"]["resourceVersion"]:
-                raise ApiError(409, "Conflict", json.dumps({"message": "object was modified"}))
-        self.version += 1
-        body["metadata"]["resourceVersion"] = str(self.version)
-        self.leases[path] = body
-        return copy.deepcopy(body)
-
-    send_or_none = KubeClient.send_or_none  # the client's own 404 handling, over `send`
-
-    def lease(self, namespace: str = "ops", name: str = "op") -> dict[str, Any]:
-        return self.leases[kube.lease_path(namespace, name)]
-
-
-def elector(api: FakeApi, identity: str, **timing: float) -> LeaderElector:
-    config = ElectionConfig(
-        namespace="ops",
-        name="op",
-        identity=identity,
-        lease_duration=timing.get("lease_duration", 1.0),  # whole seconds in a Lease
-        renew_deadline=timing.get("renew_deadline", 0.4),
-        retry_period=timing.get("retry_period", 0.05),
+def elector(
+    api: FakeApi, identity: str, jitter: Callable[[], float] | None = None
+) -> LeaderElector:
+    """An elector for Lease ops/op on `api`, its time `api.clock`'s, its jitter seeded."""
+    assert api.clock is not None
+    config = ElectionConfig(namespace="ops", name="op", identity=identity)
+    return LeaderElector(
+        api.client(),
+        config,
+        now=api.clock.wall,
+        clock=api.clock,
+        jitter=jitter or random.Random(identity).random,
     )
-    return LeaderElector(cast(KubeClient, api), config)
+
+
+def current(api: FakeApi) -> LeaseRecord:
+    lease = api.get(LEASE)
+    assert lease is not None, "no Lease"
+    return LeaseRecord.from_object(lease)
+
+
+def held_by(api: FakeApi, identity: str, lease_duration: float = LEASE_DURATION) -> None:
+    """The Lease, as `identity` created it just now (and will never renew it)."""
+    assert api.clock is not None
+    config = ElectionConfig("ops", "op", identity, lease_duration, lease_duration - 1)
+    api.put(LEASE, lease_body(config, None, Action.CREATE, api.clock.wall()))
+
+
+def lease_requests(api: FakeApi, method: str) -> list[Exchange]:
+    return [e for e in api.exchanges if e.request.path == LEASE and e.request.method == method]
+
+
+def run_leases(test: Callable[[FakeApi], Coroutine[Any, Any, None]]) -> None:
+    """Run `test` on virtual time with a fake API whose clock is the loop's."""
+    clock = FakeClock()
+    fake_api.run(test(FakeApi(clock)), clock)
 
 
 def test_exactly_one_of_two_candidates_leads_and_the_other_takes_over_when_it_goes() -> None:
-    async def go() -> None:
-        api = FakeApi()
+    async def go(api: FakeApi) -> None:
         a, b = elector(api, "a"), elector(api, "b")
         tasks = {asyncio.create_task(a.acquire()): a, asyncio.create_task(b.acquire()): b}
         done, pending = await asyncio.wait(tasks, timeout=2, return_when=asyncio.FIRST_COMPLETED)
         assert len(done) == 1
         leader = tasks[done.pop()]
-        await asyncio.sleep(0.3)
+        # both found no Lease and created one: the second create was refused (409) and waits
+        assert [e.status for e in api.exchanges if e.request.method == "POST"] == [201, 409]
+        await asyncio.sleep(10)
         assert not any(t.done() for t in pending), "the standby must keep waiting"
-        assert api.lease()["spec"]["holderIdentity"] == leader.config.identity
+        assert current(api).holder == leader.config.identity
         hold = asyncio.create_task(leader.hold())
-        await asyncio.sleep(1.3)  # longer than the lease: renewals keep it
+        await asyncio.sleep(30)  # twice the lease duration: renewals keep it
         assert not any(t.done() for t in pending)
+        last = current(api)
+        assert last.holder == leader.config.identity and last.renew_time is not None
         hold.cancel()  # the leader dies: no more renewals, no release
-        started = asyncio.get_running_loop().time()
-        await asyncio.wait_for(asyncio.gather(*pending), timeout=2)
-        took = asyncio.get_running_loop().time() - started
-        assert 0.8 < took < 1.4, took  # about one lease duration after the last renewal
+        await asyncio.wait_for(asyncio.gather(*pending), timeout=LEASE_DURATION + LOOK)
+        taken = current(api)
         standby = next(e for e in (a, b) if e is not leader)
-        assert api.lease()["spec"]["holderIdentity"] == standby.config.identity
-        assert api.lease()["spec"]["leaseTransitions"] == 1
+        assert taken.holder == standby.config.identity
+        assert taken.transitions == 1
+        # taken at the Lease's expiry (one lease duration after the last renewal), not before,
+        # and at once: the standby's look is set to just after it
+        expiry = last.renew_time + timedelta(seconds=LEASE_DURATION)
+        assert taken.acquire_time is not None
+        assert expiry <= taken.acquire_time <= expiry + timedelta(seconds=0.05)
 
-    asyncio.run(go())
+    run_leases(go)
+
+
+def test_of_two_candidates_taking_an_expired_lease_one_writes_and_the_other_waits(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def go(api: FakeApi) -> None:
+        assert api.clock is not None
+        held_by(api, "gone")
+        await asyncio.sleep(LEASE_DURATION)  # expired now
+        b, c = elector(api, "b"), elector(api, "c")
+        tasks = {asyncio.create_task(b.acquire()): b, asyncio.create_task(c.acquire()): c}
+        done, pending = await asyncio.wait(tasks, timeout=1, return_when=asyncio.FIRST_COMPLETED)
+        assert len(done) == 1
+        # both took the same version of the Lease: one write wins, the other is refused (409)
+        assert [e.status for e in lease_requests(api, "PUT")] == [200, 409]
+        taken = current(api)
+        assert taken.holder == tasks[done.pop()].config.identity and taken.transitions == 1
+        await asyncio.sleep(10)
+        assert not any(t.done() for t in pending), "the loser waits for the winner's Lease"
+        for task in pending:
+            task.cancel()
+
+    with caplog.at_level("INFO", logger="runner.leader"):
+        run_leases(go)
+    assert "another candidate wrote Lease ops/op first" in caplog.text
 
 
 def test_release_hands_over_at_once() -> None:
-    async def go() -> None:
-        api = FakeApi()
-        a, b = elector(api, "a", lease_duration=30, renew_deadline=20), elector(api, "b")
+    async def go(api: FakeApi) -> None:
+        a, b = elector(api, "a"), elector(api, "b")
         await a.acquire()
         waiting = asyncio.create_task(b.acquire())
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(5)
         assert not waiting.done()
         assert await a.release()
-        assert api.lease()["spec"].get("holderIdentity") is None
-        await asyncio.wait_for(waiting, timeout=0.5)  # not 30 s
-        assert api.lease()["spec"]["holderIdentity"] == "b"
+        assert current(api).holder is None
+        await asyncio.wait_for(waiting, timeout=LOOK)  # at its next look, not after 15 s
+        assert current(api).holder == "b"
         assert not await a.release(), "a released Lease is not released twice"
 
-    asyncio.run(go())
+    run_leases(go)
 
 
-def test_leader_loses_when_it_cannot_renew_within_the_deadline() -> None:
-    async def go() -> None:
-        api = FakeApi()
+def test_release_after_the_lease_moved_on_reads_it_again_and_releases_only_its_own() -> None:
+    async def go(api: FakeApi) -> None:
         a = elector(api, "a")
         await a.acquire()
+        moved = api.get(LEASE)
+        assert moved is not None
+        moved["metadata"]["labels"] = {"edited": "by-hand"}  # a new resourceVersion, still a's
+        api.put(LEASE, moved)
+        assert await a.release()
+        assert [e.status for e in lease_requests(api, "PUT")] == [409, 200]
+        assert current(api).holder is None
+
+        b = elector(api, "b")
+        await b.acquire()
+        taken = api.get(LEASE)
+        assert taken is not None
+        taken["spec"]["holderIdentity"] = "intruder"
+        api.put(LEASE, taken)
+        assert not await b.release(), "someone else's Lease is not released"
+        assert current(api).holder == "intruder"
+
+    run_leases(go)
+
+
+def test_leader_loses_at_the_renew_deadline_counted_from_its_last_renewal_sent() -> None:
+    async def go(api: FakeApi) -> None:
+        assert api.clock is not None
+        a = elector(api, "a")
+        await a.acquire()
+        acquired = api.clock()
         hold = asyncio.create_task(a.hold())
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(5)  # renewed at 2 s and 4 s
         assert not hold.done()
-        api.down = True
-        started = asyncio.get_running_loop().time()
-        reason = await asyncio.wait_for(hold, timeout=2)
-        took = asyncio.get_running_loop().time() - started
+        api.fail(path=LEASE, method="GET", hang=3, times=1)  # the one at 6 s is slow: 3 s
+        await asyncio.sleep(5)
+        slow = lease_requests(api, "GET")[-1]
+        assert slow.at == acquired + 6 and slow.status == 200
+        last = current(api)
+        assert last.renew_time == api.clock.wall() - timedelta(seconds=1), "written at 9 s"
+        api.fail(error=REFUSED)
+        reason = await asyncio.wait_for(hold, timeout=30)
         assert "could not renew" in reason
-        assert took < 0.45, took  # within the renew deadline of the last renewal
+        lost_at = api.clock()
+        # the deadline counts from the moment the last good renewal was sent (6 s), so it is
+        # never later than the renewTime others see (9 s)
+        assert lost_at == slow.at + RENEW_DEADLINE
+        assert api.clock.wall() < last.renew_time + timedelta(seconds=RENEW_DEADLINE)
         assert not a.leading
 
-    asyncio.run(go())
+    run_leases(go)
 
 
-def test_leader_loses_at_once_when_someone_else_holds_the_lease() -> None:
-    async def go() -> None:
-        api = FakeApi()
-        a = elector(api, "a", lease_duration=30, renew_deadline=20)
+def test_leader_loses_at_its_next_renewal_when_someone_else_holds_the_lease() -> None:
+    async def go(api: FakeApi) -> None:
+        assert api.clock is not None
+        a = elector(api, "a")
         await a.acquire()
         hold = asyncio.create_task(a.hold())
-        lease = api.lease()
+        await asyncio.sleep(1)
+        lease = api.get(LEASE)
+        assert lease is not None
         lease["spec"]["holderIdentity"] = "intruder"
-        lease["metadata"]["resourceVersion"] = "999"
-        reason = await asyncio.wait_for(hold, timeout=1)
+        await api.client().send(kube.replace_lease("ops", "op", lease))
+        reason = await asyncio.wait_for(hold, timeout=RETRY_PERIOD)
         assert "held by intruder" in reason
-        assert api.lease()["spec"]["holderIdentity"] == "intruder", "never taken back"
+        assert current(api).holder == "intruder", "never taken back"
+        assert not a.leading
 
-    asyncio.run(go())
+    run_leases(go)
 
 
-def test_standby_retries_through_api_errors() -> None:
-    async def go() -> None:
-        api = FakeApi()
-        api.down = True
+def test_standby_retries_through_api_errors(caplog: pytest.LogCaptureFixture) -> None:
+    async def go(api: FakeApi) -> None:
+        down = api.fail(error=REFUSED)
         a = elector(api, "a")
         task = asyncio.create_task(a.acquire())
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(20)
         assert not task.done()
-        api.down = False
-        await asyncio.wait_for(task, timeout=1)
+        assert len(lease_requests(api, "GET")) >= 20 / LOOK, "it kept trying"
+        api.faults.remove(down)
+        await asyncio.wait_for(task, timeout=LOOK)
         assert a.leading
 
-    asyncio.run(go())
+    with caplog.at_level("WARNING", logger="runner.leader"):
+        run_leases(go)
+    retrying = [r for r in caplog.records if "cannot read or write Lease" in r.getMessage()]
+    assert len(retrying) == 1, "said once, not at every retry"
+
+
+def test_a_standby_looks_every_retry_period_with_up_to_a_fifth_more_of_jitter() -> None:
+    async def go(api: FakeApi) -> None:
+        assert api.clock is not None
+        held_by(api, "other", lease_duration=3600)
+        even, jittered = elector(api, "even", jitter=lambda: 0.0), elector(api, "jittered")
+        for standby in (even, jittered):
+            start = len(api.exchanges)
+            task = asyncio.create_task(standby.acquire())
+            await asyncio.sleep(100)
+            task.cancel()
+            looks = [e.at for e in api.exchanges[start:]]
+            gaps = [b - a for a, b in itertools.pairwise(looks)]
+            assert len(gaps) >= 100 / LOOK - 1
+            if standby is even:
+                assert {round(g, 9) for g in gaps} == {RETRY_PERIOD}
+            else:
+                assert all(RETRY_PERIOD < g < LOOK for g in gaps), gaps
+                assert max(gaps) - min(gaps) > RETRY_PERIOD * JITTER / 2, "spread out"
+
+    run_leases(go)
+
+
+def test_a_renewal_that_times_out_once_is_retried_a_retry_period_later() -> None:
+    async def go(api: FakeApi) -> None:
+        assert api.clock is not None
+        a = elector(api, "a")
+        await a.acquire()
+        hold = asyncio.create_task(a.hold())
+        await asyncio.sleep(1)
+        timeout = api.fail(path=LEASE, error=TimeoutError(), times=1)
+        await asyncio.sleep(2 * RENEW_DEADLINE)
+        assert not hold.done()
+        assert timeout.hits == 1 and timeout not in api.faults, "the timeout happened"
+        [failed] = [e for e in lease_requests(api, "GET") if e.status is None]
+        after = [e.at for e in lease_requests(api, "PUT") if e.at > failed.at]
+        assert after[0] == failed.at + RETRY_PERIOD, "renewed at the next try"
+        assert a.leading
+        hold.cancel()
+
+    run_leases(go)
+
+
+def test_a_renewal_that_hangs_past_the_deadline_is_given_up_in_time_to_try_again() -> None:
+    async def go(api: FakeApi) -> None:
+        assert api.clock is not None
+        a = elector(api, "a")
+        await a.acquire()
+        hold = asyncio.create_task(a.hold())
+        await asyncio.sleep(1)
+        hung = api.fail(path=LEASE, hang=RENEW_DEADLINE + 2, times=1)  # a stuck connection
+        await asyncio.sleep(3 * RENEW_DEADLINE)
+        assert not hold.done(), "one hung request did not use up the renew deadline"
+        assert a.leading and hung.hits == 1
+        [stuck] = [e for e in lease_requests(api, "GET") if e.status is None]
+        renewals = [e.at for e in lease_requests(api, "PUT") if e.status == 200]
+        writes = [e.at for e in api.exchanges if e.status in (200, 201) and e.request.body]
+        # given up at half the renew deadline, tried again a retry period later: renewed
+        # within the deadline, and the Lease never went unrenewed for its duration
+        assert next(t for t in renewals if t > stuck.at) == (
+            stuck.at + RENEW_DEADLINE / 2 + RETRY_PERIOD
+        )
+        assert max(b - a for a, b in itertools.pairwise(writes)) < RENEW_DEADLINE
+        hold.cancel()
+
+    run_leases(go)
 
 
 # --- the manager's side: Production ---------------------------------------------------------
@@ -336,18 +471,28 @@ def production_config(**overrides: Any) -> ProductionConfig:
         "leader_elect": True,
         "leader_election_id": "op",
         "leader_election_namespace": "ops",
-        "lease_duration": 1.0,
-        "renew_deadline": 0.4,
-        "retry_period": 0.05,
         **overrides,
     }
     return ProductionConfig(**settings)
 
 
+async def start(
+    api: FakeApi, cancel_runs: Callable[[], None] = lambda: None, **config: Any
+) -> Production:
+    assert api.clock is not None
+    return await Production.start(
+        production_config(**config),
+        api.client(),
+        [],
+        cancel_runs,
+        clock=api.clock,
+        now=api.clock.wall,
+    )
+
+
 def test_production_without_leader_election_leads_at_once() -> None:
-    async def go() -> None:
-        config = production_config(leader_elect=False)
-        production = await Production.start(config, cast(KubeClient, FakeApi()), [], lambda: None)
+    async def go(api: FakeApi) -> None:
+        production = await start(api, leader_elect=False)
         assert await production.lead()
         assert production.health.readiness() == (False, "starting the watches")
         production.ready_flag.set()
@@ -356,162 +501,98 @@ def test_production_without_leader_election_leads_at_once() -> None:
         assert not production.health.readiness()[0]
         await production.close()
         assert production.exit_code == 0
+        assert api.exchanges == [], "no Lease"
 
-    asyncio.run(go())
+    run_leases(go)
 
 
 def test_production_stopped_while_standing_by_never_leads() -> None:
-    async def go() -> None:
-        api = FakeApi()
-        await elector(api, "other", lease_duration=30, renew_deadline=20).acquire()
-        config = production_config(lease_duration=30, renew_deadline=20)
-        production = await Production.start(config, cast(KubeClient, api), [], lambda: None)
+    async def go(api: FakeApi) -> None:
+        await elector(api, "other").acquire()
+        production = await start(api)
         leading = asyncio.create_task(production.lead())
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(5)
         assert not leading.done()
         ready, detail = production.health.readiness()
         assert ready and "held by other" in detail, "a standby is ready"
         production.stop_flag.set()  # what SIGTERM does
         assert await asyncio.wait_for(leading, 1) is False
         await production.close()
-        assert api.lease()["spec"]["holderIdentity"] == "other"
+        assert current(api).holder == "other"
 
-    asyncio.run(go())
+    run_leases(go)
+
+
+def test_a_standby_that_cannot_read_the_lease_for_its_duration_is_not_ready() -> None:
+    async def go(api: FakeApi) -> None:
+        held_by(api, "other", lease_duration=3600)
+        production = await start(api)
+        leading = asyncio.create_task(production.lead())
+        await asyncio.sleep(5)
+        assert production.health.readiness() == (True, "standby: Lease ops/op is held by other")
+        down = api.fail(error=REFUSED)
+        await asyncio.sleep(LEASE_DURATION - LOOK)
+        assert production.health.readiness()[0], "not stale before the lease duration"
+        await asyncio.sleep(LOOK + 1)
+        ready, detail = production.health.readiness()
+        assert not ready and "the Lease could not be read for" in detail, detail
+        api.faults.remove(down)
+        await asyncio.sleep(LOOK)
+        assert production.health.readiness()[0], "ready again once it reads the Lease"
+        assert not leading.done()
+        production.stop_flag.set()
+        assert await asyncio.wait_for(leading, 1) is False
+        await production.close()
+
+    run_leases(go)
 
 
 def test_production_that_loses_the_lease_stops_everything_and_exits_1() -> None:
-    async def go() -> None:
-        api = FakeApi()
+    async def go(api: FakeApi) -> None:
+        assert api.clock is not None
+        clock = api.clock
         cancelled: list[bool] = []
-        exits: list[float] = []
-        production = await Production.start(
-            production_config(), cast(KubeClient, api), [], lambda: cancelled.append(True)
-        )
-        production.hard_exit = exits.append
+        production = await start(api, lambda: cancelled.append(True))
+        exits: list[tuple[float, float]] = []
         assert await production.lead()
+        acquired = clock()
+        production.hard_exit = lambda margin: exits.append((margin, clock()))
         assert not production.stop_flag.is_set()
-        api.down = True
-        await asyncio.wait_for(production.stop_flag.wait(), 2)
+        await asyncio.sleep(1)
+        api.fail(error=REFUSED)
+        await asyncio.wait_for(production.stop_flag.wait(), RENEW_DEADLINE)
+        lost = clock()
+        assert lost == acquired + RENEW_DEADLINE
         assert production.exit_code == 1
         assert cancelled == [True]
         assert production.health.readiness() == (False, "leader election lost: exiting")
-        await asyncio.sleep(1.1)
-        assert exits == [1.0], "ended for sure if an orderly exit takes too long"
+        await asyncio.sleep(LEASE_DURATION)
+        # ended for sure if an orderly exit takes too long: 1 s before others may take over
+        margin = LEASE_DURATION - RENEW_DEADLINE - 1
+        assert exits == [(margin, lost + margin)]
         await production.close()
 
-    asyncio.run(go())
+    run_leases(go)
 
 
 def test_production_releases_the_lease_on_close() -> None:
-    async def go() -> None:
-        api = FakeApi()
-        config = production_config(lease_duration=30, renew_deadline=20)
-        production = await Production.start(config, cast(KubeClient, api), [], lambda: None)
+    async def go(api: FakeApi) -> None:
+        production = await start(api)
         assert await production.lead()
-        assert api.lease()["spec"]["holderIdentity"] == production.elector.config.identity  # type: ignore[union-attr]
+        assert production.elector is not None
+        assert current(api).holder == production.elector.config.identity
         await production.close()
-        assert api.lease()["spec"].get("holderIdentity") is None
+        assert current(api).holder is None
 
-    asyncio.run(go())
+    run_leases(go)
 
 
 def test_production_flag_errors_are_one_message() -> None:
-    async def go() -> None:
-        api = cast(KubeClient, FakeApi())
+    async def go(api: FakeApi) -> None:
         with pytest.raises(SystemExit, match="--metrics-bind-address: bind address '8080'"):
-            await Production.start(production_config(metrics_bind_address="8080"), api, [], print)
+            await start(api, metrics_bind_address="8080")
         with pytest.raises(SystemExit, match="--leader-election-namespace is required"):
             config = production_config(leader_election_namespace=None)
-            await Production.start(config, api, [], print, environ={})
+            await Production.start(config, api.client(), [], print, environ={})
 
-    asyncio.run(go())
-
-
-# --- a transient timeout does not end leadership ------------------------------------------
-
-
-class FakeTransport:
-    """The transport under a real KubeClient, answering from a FakeApi; the next `timeouts`
-    requests time out: asyncio's TimeoutError after `hang` seconds or the request's timeout,
-    whichever is shorter, as aiohttp gives it when a slow API server overruns the timeout."""
-
-    def __init__(self, api: FakeApi, host: str) -> None:
-        self.api = api
-        self.host = host
-        self.timeouts = 0
-        self.hang = 0.0  # seconds the next timed-out request takes
-
-    async def __call__(
-        self, method: str, url: str, body: str | None, headers: Any, timeout: float
-    ) -> tuple[int, str, str]:
-        if self.timeouts:
-            self.timeouts -= 1
-            await asyncio.sleep(min(self.hang, timeout))
-            raise TimeoutError
-        request = Request(method, url.removeprefix(self.host), body=json.loads(body or "null"))
-        try:
-            answer = await self.api.send(request)
-        except ApiError as err:
-            return err.status, err.reason, err.body
-        return 200, "OK", json.dumps(answer)
-
-
-def real_client(api: FakeApi) -> tuple[KubeClient, FakeTransport]:
-    host = "https://api.invalid"
-    transport = FakeTransport(api, host)
-    client = KubeClient(Credentials(server=host, insecure=True), Reachability(), transport)
-    return client, transport
-
-
-def test_a_renewal_that_times_out_once_is_retried_and_leadership_goes_on() -> None:
-    async def go() -> None:
-        api = FakeApi()
-        client, transport = real_client(api)
-        config = ElectionConfig(
-            namespace="ops",
-            name="op",
-            identity="a",
-            lease_duration=1.0,
-            renew_deadline=0.4,
-            retry_period=0.05,
-        )
-        a = LeaderElector(client, config)
-        await a.acquire()
-        hold = asyncio.create_task(a.hold())
-        await asyncio.sleep(0.2)
-        transport.timeouts = 1
-        renewed = api.lease()["spec"]["renewTime"]
-        await asyncio.sleep(0.8)  # twice the renew deadline
-        assert not hold.done(), hold.result() if hold.done() and not hold.exception() else hold
-        assert transport.timeouts == 0, "the timeout happened"
-        assert api.lease()["spec"]["renewTime"] != renewed, "renewed after the timeout"
-        assert a.leading
-        hold.cancel()
-
-    asyncio.run(go())
-
-
-def test_a_renewal_that_hangs_leaves_time_to_try_again() -> None:
-    async def go() -> None:
-        api = FakeApi()
-        client, transport = real_client(api)
-        config = ElectionConfig(
-            namespace="ops",
-            name="op",
-            identity="a",
-            lease_duration=3.0,
-            renew_deadline=1.0,
-            retry_period=0.05,
-        )
-        a = LeaderElector(client, config)
-        await a.acquire()
-        hold = asyncio.create_task(a.hold())
-        await asyncio.sleep(0.1)
-        # longer than the deadline: given up at half of it
-        transport.timeouts, transport.hang = 1, 1.2
-        await asyncio.sleep(1.5)
-        assert not hold.done(), "one hung request did not use up the renew deadline"
-        assert a.leading
-        hold.cancel()
-
-    asyncio.run(go())
+    run_leases(go)
