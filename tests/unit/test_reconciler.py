@@ -1,27 +1,26 @@
-"""The Reconciler against a fake executor and a fake API client: no cluster, no Ansible.
+"""The Reconciler against a fake executor and the fake API: no cluster, no Ansible.
 
-The fake API keeps objects by path as the API server would (resourceVersion checks on the
-finalizer patch, status merged through the status subresource, the object gone once its last
-finalizer is removed while it is being deleted) and records every request; the fake executor
-returns the RunResults a test queues and records the RunRequests.
+The fake API (tests/unit/fake_api) keeps objects by path as the API server would
+(resourceVersion checks on the finalizer patch, status merged through the status subresource,
+the object gone once its last finalizer is removed while it is being deleted) and records every
+request; the fake executor returns the RunResults a test queues and records the RunRequests.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
+from fake_api import FakeApi
 
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.interface import RunRequest, RunResult
 from runner.ansible.results import RunSummary
 from runner.kube import client as kube
-from runner.kube.client import ApiError, KubeClient, Request
+from runner.kube.client import Request
 from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile import conditions
 from runner.reconcile.reconciler import Options, Outcome, Reconciler
@@ -35,52 +34,14 @@ FINALIZER = "x.example.com/finalizer"
 STATS = {"ok": {"localhost": 3}, "changed": {"localhost": 1}, "failures": {}, "skipped": {}}
 
 
-class FakeApi:
-    """Objects by path; answers the requests the reconciler and the event recorder make."""
+def writes(api: FakeApi, suffix: str = "") -> list[Request]:
+    """The PATCH requests the API got (to paths ending with `suffix`)."""
+    return api.sent("PATCH", suffix)
 
-    def __init__(self) -> None:
-        self.objects: dict[str, dict[str, Any]] = {}
-        self.requests: list[Request] = []
-        self.events: list[dict[str, Any]] = []
-        self._version = 0
 
-    def put(self, obj: dict[str, Any]) -> None:
-        self._version += 1
-        obj["metadata"]["resourceVersion"] = str(self._version)
-        self.objects[kube.get_object(REF).path] = obj
-
-    def obj(self) -> dict[str, Any] | None:
-        return self.objects.get(kube.get_object(REF).path)
-
-    def writes(self, suffix: str = "") -> list[Request]:
-        return [r for r in self.requests if r.method == "PATCH" and r.path.endswith(suffix)]
-
-    async def send(self, request: Request, timeout: float = 30.0) -> Any:
-        self.requests.append(request)
-        if request.path.endswith("/events"):
-            self.events.append(request.body)
-            return request.body
-        path = request.path.removesuffix("/status")
-        stored = self.objects.get(path)
-        if stored is None:
-            raise ApiError(404, "Not Found", json.dumps({"message": "not found"}))
-        if request.method == "GET":
-            return copy.deepcopy(stored)
-        if request.path.endswith("/status"):
-            stored["status"] = {**(stored.get("status") or {}), **request.body["status"]}
-        else:
-            meta = request.body["metadata"]
-            if meta["resourceVersion"] != stored["metadata"]["resourceVersion"]:
-                raise ApiError(409, "Conflict", json.dumps({"message": "modified"}))
-            stored["metadata"]["finalizers"] = meta["finalizers"]
-            if stored["metadata"].get("deletionTimestamp") and not meta["finalizers"]:
-                del self.objects[path]
-                return copy.deepcopy(stored)
-        self.put(stored)
-        return copy.deepcopy(stored)
-
-    send_or_none = KubeClient.send_or_none
-    get_or_none = KubeClient.get_or_none
+def events(api: FakeApi) -> list[dict[str, Any]]:
+    """The Events created in the CR's namespace, oldest first."""
+    return api.listed(kube.create_event("ns", {}).path)
 
 
 class FakeRuns:
@@ -117,13 +78,14 @@ def echo(**meta: Any) -> dict[str, Any]:
 
 
 def reconciler(tmp_path: Path, api: FakeApi, runs: FakeRuns, **watch: Any) -> Reconciler:
+    client = api.client()
     return Reconciler(
         Watch(gvk=GVK_ECHO, role=str(tmp_path / "roles" / "echo"), **watch),
         Options(reconcile_period=60.0),
-        cast(KubeClient, api),
+        client,
         runs,
         Artifacts(tmp_path / "artifacts"),
-        EventRecorder(cast(KubeClient, api)),
+        EventRecorder(client),
     )
 
 
@@ -139,16 +101,16 @@ def condition(obj: dict[str, Any] | None, ctype: str) -> dict[str, Any]:
 
 def test_a_successful_run_writes_running_then_successful(tmp_path: Path) -> None:
     api, runs = FakeApi(), FakeRuns(success())
-    api.put(echo())
+    api.put(REF, echo())
     outcome = reconcile(reconciler(tmp_path, api, runs))
     assert (outcome.failed, outcome.requeue_after, outcome.detail) == (False, 60.0, "successful")
     [request] = runs.requests
     assert "e1" in request.extravars_text and request.envvars["OPERATOR_RUNNER_CR_NAME"] == "e1"
     assert request.playbook.read_text().count("role:") == 1
-    statuses = [r.body["status"]["conditions"] for r in api.writes("/status")]
+    statuses = [r.body["status"]["conditions"] for r in writes(api, "/status")]
     running = [c for c in statuses[0] if c["type"] == "Running"]
     assert running[0]["status"] == "True"  # first write: Running
-    obj = api.obj()
+    obj = api.get(REF)
     running_after = condition(obj, "Running")  # as operator-sdk: True, reason Successful
     assert (running_after["status"], running_after["reason"]) == ("True", "Successful")
     ready = condition(obj, "Ready")
@@ -157,99 +119,101 @@ def test_a_successful_run_writes_running_then_successful(tmp_path: Path) -> None
     assert (successful["status"], successful["reason"]) == ("True", "Successful")
     assert successful["observedGeneration"] == 1
     assert condition(obj, "Running")["ansibleResult"]["ok"] == 3
-    assert api.events == []  # nothing to tell: it did not fail before
+    assert events(api) == []  # nothing to tell: it did not fail before
 
 
 def test_a_failed_run_writes_failure_and_a_warning_event(tmp_path: Path) -> None:
     api, runs = FakeApi(), FakeRuns(failure("task 'make pod' failed: quota"))
-    api.put(echo())
+    api.put(REF, echo())
     outcome = reconcile(reconciler(tmp_path, api, runs))
     assert outcome.failed and outcome.failed_tasks == 1 and not outcome.errored
-    failed = condition(api.obj(), "Failure")
+    failed = condition(api.get(REF), "Failure")
     assert (failed["status"], failed["reason"]) == ("True", "Failed")
     assert "quota" in failed["message"]
-    [event] = api.events
+    [event] = events(api)
     assert (event["type"], event["reason"]) == ("Warning", "ReconcileFailed")
     assert "quota" in event["message"]
 
 
 def test_success_after_a_failure_says_so(tmp_path: Path) -> None:
     api, runs = FakeApi(), FakeRuns(failure("boom"), success())
-    api.put(echo())
+    api.put(REF, echo())
     rec = reconciler(tmp_path, api, runs)
     reconcile(rec)
     reconcile(rec)
-    assert [e["reason"] for e in api.events] == ["ReconcileFailed", "Reconciled"]
-    assert condition(api.obj(), "Failure")["status"] == "False"
+    assert [e["reason"] for e in events(api)] == ["ReconcileFailed", "Reconciled"]
+    assert condition(api.get(REF), "Failure")["status"] == "False"
 
 
 def test_requeue_after_from_the_role_wins_over_the_period(tmp_path: Path) -> None:
     api, runs = FakeApi(), FakeRuns(success(requeue_after=5.0))
-    api.put(echo())
+    api.put(REF, echo())
     outcome = reconcile(reconciler(tmp_path, api, runs))
     assert (outcome.requeue_after, outcome.detail) == (5.0, "requeue_after")
 
 
 def test_the_finalizer_is_added_on_create(tmp_path: Path) -> None:
     api, runs = FakeApi(), FakeRuns(success())
-    api.put(echo())
+    api.put(REF, echo())
     reconcile(reconciler(tmp_path, api, runs, finalizer=Finalizer(name=FINALIZER)))
-    [add] = [r for r in api.writes() if not r.path.endswith("/status")]
+    [add] = [r for r in writes(api) if not r.path.endswith("/status")]
     assert add.body["metadata"]["finalizers"] == [FINALIZER]
-    obj = api.obj()
+    obj = api.get(REF)
     assert obj is not None and obj["metadata"]["finalizers"] == [FINALIZER]
     assert runs.requests[0].playbook.name == "main.yml"
 
 
 def test_deletion_runs_the_finalizer_then_removes_it(tmp_path: Path) -> None:
     api, runs = FakeApi(), FakeRuns(success())
-    api.put(echo(finalizers=[FINALIZER, "other/keep"], deletionTimestamp="2026-12-02T12:00:00Z"))
+    api.put(
+        REF, echo(finalizers=[FINALIZER, "other/keep"], deletionTimestamp="2026-12-02T12:00:00Z")
+    )
     fin = Finalizer(name=FINALIZER, vars={"cleanup": True})
     outcome = reconcile(reconciler(tmp_path, api, runs, finalizer=fin))
     assert (outcome.failed, outcome.detail) == (False, "finalized")
     [request] = runs.requests
     assert request.playbook.name == "finalizer.yml"
     assert "cleanup" in request.extravars_text
-    obj = api.obj()
+    obj = api.get(REF)
     assert obj is not None and obj["metadata"]["finalizers"] == ["other/keep"]
-    assert api.writes("/status") == []  # no Running on a CR that is going away
-    assert [e["reason"] for e in api.events] == ["Finalized"]
+    assert writes(api, "/status") == []  # no Running on a CR that is going away
+    assert [e["reason"] for e in events(api)] == ["Finalized"]
 
 
 def test_the_cr_is_gone_once_its_last_finalizer_is_removed(tmp_path: Path) -> None:
     api, runs = FakeApi(), FakeRuns(success())
-    api.put(echo(finalizers=[FINALIZER], deletionTimestamp="2026-12-02T12:00:00Z"))
+    api.put(REF, echo(finalizers=[FINALIZER], deletionTimestamp="2026-12-02T12:00:00Z"))
     reconcile(reconciler(tmp_path, api, runs, finalizer=Finalizer(name=FINALIZER)))
-    assert api.obj() is None
+    assert api.get(REF) is None
     outcome = reconcile(reconciler(tmp_path, api, FakeRuns()))
     assert (outcome.forget, outcome.detail) == (True, "gone")
 
 
 def test_deletion_without_our_finalizer_runs_nothing(tmp_path: Path) -> None:
     api, runs = FakeApi(), FakeRuns()
-    api.put(echo(finalizers=["other/keep"], deletionTimestamp="2026-12-02T12:00:00Z"))
+    api.put(REF, echo(finalizers=["other/keep"], deletionTimestamp="2026-12-02T12:00:00Z"))
     outcome = reconcile(reconciler(tmp_path, api, runs, finalizer=Finalizer(name=FINALIZER)))
-    assert not outcome.failed and runs.requests == [] and api.writes() == []
+    assert not outcome.failed and runs.requests == [] and writes(api) == []
 
 
 def test_an_unchanged_status_is_not_written_again(tmp_path: Path) -> None:
     api, runs = FakeApi(), FakeRuns(success())
     now = datetime.now(UTC)
     already = conditions.running(None, generation=1, now=now)
-    api.put({**echo(), "status": already})
+    api.put(REF, {**echo(), "status": already})
     reconcile(reconciler(tmp_path, api, runs))
-    [write] = api.writes("/status")  # Running was so already: only the outcome is written
+    [write] = writes(api, "/status")  # Running was so already: only the outcome is written
     assert {c["type"] for c in write.body["status"]["conditions"]} >= {"Successful"}
-    assert condition(api.obj(), "Successful")["status"] == "True"
+    assert condition(api.get(REF), "Successful")["status"] == "True"
 
 
 def test_no_status_without_manage_status(tmp_path: Path) -> None:
     api, runs = FakeApi(), FakeRuns(failure("boom"))
-    api.put(echo())
+    api.put(REF, echo())
     outcome = reconcile(reconciler(tmp_path, api, runs, manage_status=False))
     assert outcome.failed
-    assert api.writes("/status") == []
-    assert [e["reason"] for e in api.events] == ["ReconcileFailed"]
+    assert writes(api, "/status") == []
+    assert [e["reason"] for e in events(api)] == ["ReconcileFailed"]
 
 
 @pytest.mark.parametrize(
@@ -264,20 +228,20 @@ def test_a_bad_annotation_is_reported_and_nothing_runs(
     tmp_path: Path, annotation: dict[str, str]
 ) -> None:
     api, runs = FakeApi(), FakeRuns()
-    api.put(echo(annotations=annotation))
+    api.put(REF, echo(annotations=annotation))
     outcome = reconcile(reconciler(tmp_path, api, runs))
     assert outcome.failed and outcome.errored and runs.requests == []
     [key] = annotation
-    assert key in condition(api.obj(), "Failure")["message"]
+    assert key in condition(api.get(REF), "Failure")["message"]
 
 
 def test_a_run_without_a_result_is_an_error(tmp_path: Path) -> None:
     broken = RunResult(status="failed", rc=1, summary=RunSummary(), stdout_tail="ERROR! no role")
     api, runs = FakeApi(), FakeRuns(broken)
-    api.put(echo())
+    api.put(REF, echo())
     outcome = reconcile(reconciler(tmp_path, api, runs))
     assert outcome.failed and outcome.errored
-    assert "no role" in condition(api.obj(), "Failure")["message"]
+    assert "no role" in condition(api.get(REF), "Failure")["message"]
 
 
 def check_reconciler(tmp_path: Path, api: FakeApi, runs: FakeRuns, **watch: Any) -> Reconciler:
@@ -288,21 +252,21 @@ def check_reconciler(tmp_path: Path, api: FakeApi, runs: FakeRuns, **watch: Any)
 
 def test_check_mode_runs_the_role_with_check_and_writes_nothing(tmp_path: Path) -> None:
     api, runs = FakeApi(), FakeRuns(success())
-    api.put(echo())
+    api.put(REF, echo())
     rec = check_reconciler(tmp_path, api, runs, finalizer=Finalizer(name=FINALIZER))
     outcome = reconcile(rec)
     assert not outcome.failed and "check mode" in outcome.detail
     [request] = runs.requests
     assert request.cmdline == ("--diff", "--check")
-    assert api.writes() == [] and api.events == []  # no finalizer, no status, no Event
+    assert writes(api) == [] and events(api) == []  # no finalizer, no status, no Event
 
 
 def test_check_mode_failure_writes_nothing_either(tmp_path: Path) -> None:
     api, runs = FakeApi(), FakeRuns(failure("boom"))
-    api.put(echo())
+    api.put(REF, echo())
     outcome = reconcile(check_reconciler(tmp_path, api, runs))
     assert outcome.failed and outcome.detail == "boom"
-    assert api.writes() == [] and api.events == []
+    assert writes(api) == [] and events(api) == []
 
 
 def test_check_mode_with_a_given_cr_that_is_not_in_the_cluster(tmp_path: Path) -> None:
@@ -313,14 +277,14 @@ def test_check_mode_with_a_given_cr_that_is_not_in_the_cluster(tmp_path: Path) -
     assert not outcome.failed and not outcome.forget
     assert "echo from the file" in runs.requests[0].extravars_text
     assert runs.requests[0].envvars["OPERATOR_RUNNER_CR_UNSAVED"] == "1"  # for k8s_status
-    assert api.writes() == []
+    assert writes(api) == []
 
 
 def test_the_run_log_line_names_its_artifacts(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     api, runs = FakeApi(), FakeRuns(success())
-    api.put(echo())
+    api.put(REF, echo())
     with caplog.at_level("INFO", logger="runner.reconcile"):
         reconcile(reconciler(tmp_path, api, runs))
     [line] = [r for r in caplog.records if r.getMessage().startswith("ran reconcile")]
@@ -335,7 +299,7 @@ def test_a_run_that_changed_nothing_is_logged_at_debug(
     idle = success()
     idle.summary.stats = {**STATS, "changed": {}}  # a resync of a healthy CR
     api, runs = FakeApi(), FakeRuns(idle)
-    api.put(echo())
+    api.put(REF, echo())
     with caplog.at_level("DEBUG", logger="runner.reconcile"):
         reconcile(reconciler(tmp_path, api, runs))
     [line] = [r for r in caplog.records if r.getMessage().startswith("ran reconcile")]
