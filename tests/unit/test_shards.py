@@ -1,5 +1,5 @@
 """Sharding: rendezvous assignment, claims and handovers (control/shards.py), membership by
-Leases (app/sharding.py), against plain fakes."""
+Leases and the label's compare-and-swap (app/sharding.py), against the fake API and clock."""
 
 from __future__ import annotations
 
@@ -9,8 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from fake_api import FakeApi, FakeClock
 
-from runner.app.sharding import Liveness, label_value, shard_identity, sharding_config
+from runner.app.sharding import (
+    Liveness,
+    label_value,
+    relabeller,
+    shard_identity,
+    sharding_config,
+)
 from runner.control.queue import Lane
 from runner.control.shards import LABEL, Shards, rendezvous, shard_key
 from runner.kube.resources import ObjectRef, Resource
@@ -60,26 +67,31 @@ class FakeController:
         self.queued.append((r, lane))
 
 
-@dataclass
-class FakeApi:
-    """The CRs' labels and resourceVersions, with the API's optimistic concurrency."""
+def thing(r: ObjectRef, holder: str = "") -> dict[str, Any]:
+    """A CR as the fake API keeps it, its shard label saying `holder` ("": none)."""
+    labels = {LABEL: holder} if holder else {}
+    return {"metadata": {"name": r.name, "namespace": r.namespace, "labels": labels}}
 
-    labels: dict[ObjectRef, str] = field(default_factory=dict)
-    versions: dict[ObjectRef, int] = field(default_factory=dict)
-    writes: list[tuple[str, str]] = field(default_factory=list)
 
-    def body(self, r: ObjectRef) -> dict[str, Any]:
-        labels = {LABEL: self.labels[r]} if self.labels.get(r) else {}
-        return {"metadata": {"labels": labels, "resourceVersion": str(self.versions[r])}}
+def label(api: FakeApi, r: ObjectRef) -> str:
+    obj = api.get(r)
+    assert obj is not None
+    return str(obj["metadata"]["labels"].get(LABEL, ""))
 
-    async def relabel(self, r: ObjectRef, expected: str, holder: str) -> str | None:
-        await asyncio.sleep(0)
-        if self.labels.get(r, "") != expected:
-            return None  # the label says otherwise now
-        self.versions[r] += 1
-        self.labels[r] = holder
-        self.writes.append((r.name, holder))
-        return str(self.versions[r])
+
+def label_writes(api: FakeApi) -> list[tuple[str, str]]:
+    """(CR name, new holder) of each label the API took, in order."""
+    return [
+        (e.request.path.rsplit("/", 1)[1], e.request.body["metadata"]["labels"][LABEL])
+        for e in api.exchanges
+        if e.request.method == "PATCH" and e.status == 200
+    ]
+
+
+def replica(api: FakeApi, me: str, clock: FakeClock | None = None) -> Shards:
+    """This replica's Shards, writing labels with the real relabeller through the fake API."""
+    relabel = relabeller(api.client())
+    return Shards(me, relabel) if clock is None else Shards(me, relabel, clock=clock)
 
 
 async def settled(*shards: Shards) -> None:
@@ -101,21 +113,21 @@ def owned_by(name: str, members: list[str]) -> ObjectRef:
 def test_the_assigned_replica_takes_an_unlabelled_cr_and_runs_it() -> None:
     async def go() -> None:
         api = FakeApi()
-        a = Shards("a", api.relabel)
+        a = replica(api, "a")
         a.set_members(["a", "b"])
         r = owned_by("a", ["a", "b"])
-        api.versions[r] = 1
+        api.put(r, thing(r))
         ctl = FakeController()
-        a.observe(ctl, r, "ADDED", api.body(r))
+        a.observe(ctl, r, "ADDED", api.get(r))
         assert not a.may_run(r)  # not before the label says so
         await settled(a)
-        assert api.labels[r] == "a" and a.may_run(r)
+        assert label(api, r) == "a" and a.may_run(r)
         assert ctl.queued == [(r, Lane.EVENT)]
-        b = Shards("b", api.relabel)
+        b = replica(api, "b")
         b.set_members(["a", "b"])
-        b.observe(FakeController(), r, "MODIFIED", api.body(r))
+        b.observe(FakeController(), r, "MODIFIED", api.get(r))
         await settled(b)
-        assert not b.may_run(r) and api.writes == [(r.name, "a")]
+        assert not b.may_run(r) and label_writes(api) == [(r.name, "a")]
 
     asyncio.run(go())
 
@@ -124,23 +136,23 @@ def test_handover_waits_for_the_run_to_end_and_the_new_owner_runs_after_it() -> 
     async def go() -> None:
         api = FakeApi()
         r = owned_by("b", ["a", "b"])
-        api.versions[r], api.labels[r] = 5, "a"
-        a, b = Shards("a", api.relabel), Shards("b", api.relabel)
+        api.put(r, thing(r, "a"))
+        a, b = replica(api, "a"), replica(api, "b")
         ctl_a, ctl_b = FakeController(running_now={r}), FakeController()
         a.set_members(["a"])
-        a.observe(ctl_a, r, None, api.body(r))
+        a.observe(ctl_a, r, None, api.get(r))
         assert a.may_run(r)
         b.set_members(["a", "b"])
-        b.observe(ctl_b, r, None, api.body(r))
+        b.observe(ctl_b, r, None, api.get(r))
         a.set_members(["a", "b"])  # b joined; a is still running the CR
         await settled(a, b)
-        assert api.labels[r] == "a", "no claim while the live holder holds it"
+        assert label(api, r) == "a", "no claim while the live holder holds it"
         assert not a.may_run(r) and not b.may_run(r), "neither starts a run meanwhile"
         ctl_a.running_now.clear()
         a.settle(r)  # what the controller does once the run ended
         await settled(a)
-        assert ctl_a.forgotten == [r] and api.labels[r] == "b"
-        b.observe(ctl_b, r, "MODIFIED", api.body(r))  # the label change reaches b
+        assert ctl_a.forgotten == [r] and label(api, r) == "b"
+        b.observe(ctl_b, r, "MODIFIED", api.get(r))  # the label change reaches b
         assert b.may_run(r) and ctl_b.queued == [(r, Lane.EVENT)]
 
     asyncio.run(go())
@@ -150,16 +162,16 @@ def test_a_cr_of_a_replica_that_is_gone_is_claimed() -> None:
     async def go() -> None:
         api = FakeApi()
         r = ref("orphan")
-        api.versions[r], api.labels[r] = 3, "dead"
-        b = Shards("b", api.relabel)
+        api.put(r, thing(r, "dead"))
+        b = replica(api, "b")
         b.set_members(["b", "dead"])
         ctl = FakeController()
-        b.observe(ctl, r, None, api.body(r))
+        b.observe(ctl, r, None, api.get(r))
         await settled(b)
-        assert api.writes == [], "no claim from a live holder"
+        assert label_writes(api) == [], "no claim from a live holder"
         b.set_members(["b"])  # its Lease expired
         await settled(b)
-        assert api.labels[r] == "b" and b.may_run(r) and (r, Lane.EVENT) in ctl.queued
+        assert label(api, r) == "b" and b.may_run(r) and (r, Lane.EVENT) in ctl.queued
 
     asyncio.run(go())
 
@@ -168,16 +180,17 @@ def test_of_two_claims_on_one_version_one_wins() -> None:
     async def go() -> None:
         api = FakeApi()
         r = ref("raced")
-        api.versions[r] = 1
-        a, b = Shards("a", api.relabel), Shards("b", api.relabel)
+        api.put(r, thing(r))
+        a, b = replica(api, "a"), replica(api, "b")
         a.set_members(["a"])  # each believes it is alone for a moment
         b.set_members(["b"])
         ctl_a, ctl_b = FakeController(), FakeController()
-        a.observe(ctl_a, r, "ADDED", api.body(r))
-        b.observe(ctl_b, r, "ADDED", api.body(r))
+        a.observe(ctl_a, r, "ADDED", api.get(r))
+        b.observe(ctl_b, r, "ADDED", api.get(r))
         await settled(a, b)
-        assert len(api.writes) == 1
-        winner = api.writes[0][1]
+        assert len(label_writes(api)) == 1
+        assert [e.status for e in api.exchanges if e.request.method == "PATCH"] == [200, 409]
+        winner = label_writes(api)[0][1]
         assert [a.may_run(r), b.may_run(r)].count(True) == 1
         assert (a if winner == "a" else b).may_run(r)
 
@@ -186,13 +199,13 @@ def test_of_two_claims_on_one_version_one_wins() -> None:
 
 def test_a_deleted_cr_is_forgotten() -> None:
     api = FakeApi()
-    s = Shards("a", api.relabel)
+    s = replica(api, "a")
     r = ref("x")
-    api.versions[r], api.labels[r] = 1, "a"
+    api.put(r, thing(r, "a"))
     s.members = frozenset({"a"})
-    s.observe(FakeController(), r, None, api.body(r))
+    s.observe(FakeController(), r, None, api.get(r))
     assert s.may_run(r) and s.held_by_us() == 1
-    s.observe(FakeController(), r, "DELETED", api.body(r))
+    s.observe(FakeController(), r, "DELETED", api.get(r))
     assert not s.may_run(r) and s.holder(r) is None
 
 
@@ -207,18 +220,18 @@ def lease(name: str, holder: str, renewed: str, duration: int = 15) -> dict[str,
 
 
 def test_a_lease_is_live_while_its_renew_time_keeps_changing() -> None:
-    now = [100.0]
-    liveness = Liveness(lambda: now[0])
+    clock = FakeClock(100.0)
+    liveness = Liveness(clock)
     assert liveness.live([lease("l-a", "a", "t1"), lease("l-b", "b", "t1")]) == {
         "l-a": "a",
         "l-b": "b",
     }
-    now[0] += 10
+    clock.now += 10
     assert set(liveness.live([lease("l-a", "a", "t2"), lease("l-b", "b", "t1")])) == {
         "l-a",
         "l-b",
     }
-    now[0] += 6  # b unchanged for 16 s > 15 s: gone; a renewed 6 s ago
+    clock.now += 6  # b unchanged for 16 s > 15 s: gone; a renewed 6 s ago
     assert liveness.live([lease("l-a", "a", "t2"), lease("l-b", "b", "t1")]) == {"l-a": "a"}
     assert liveness.live([lease("l-a", "a", "t3")]) == {"l-a": "a"}  # deleted: forgotten
 
@@ -245,16 +258,16 @@ def test_sharding_config_takes_the_election_settings_and_checks_them() -> None:
         sharding_config("x", "ops", (5, 10, 2), [], env)
 
 
-def handed_to_c() -> tuple[list[float], FakeApi, ObjectRef, Shards]:
+def handed_to_c() -> tuple[FakeClock, FakeApi, ObjectRef, Shards]:
     """Replica b at t=10 s, knowing a and b (listed at 9 s), and a CR that hashes to b but
     whose label a set to c, a replica b has not seen yet."""
-    now = [10.0]
+    clock = FakeClock(10.0)
     api = FakeApi()
     r = owned_by("b", ["a", "b"])
-    api.versions[r], api.labels[r] = 1, "c"
-    b = Shards("b", api.relabel, clock=lambda: now[0])
+    api.put(r, thing(r, "c"))
+    b = replica(api, "b", clock)
     b.set_members(["a", "b"], listed_at=9.0)
-    return now, api, r, b
+    return clock, api, r, b
 
 
 def test_a_holder_not_yet_seen_is_not_taken_for_dead() -> None:
@@ -262,25 +275,25 @@ def test_a_holder_not_yet_seen_is_not_taken_for_dead() -> None:
     the CR on the list it has: only on a list of the Leases read after it saw the label."""
 
     async def go() -> None:
-        now, api, r, b = handed_to_c()
-        b.observe(FakeController(), r, "MODIFIED", api.body(r))  # label c, seen at 10
+        clock, api, r, b = handed_to_c()
+        b.observe(FakeController(), r, "MODIFIED", api.get(r))  # label c, seen at 10
         await settled(b)
-        assert api.writes == [] and not b.may_run(r)
-        now[0] = 11.0
+        assert label_writes(api) == [] and not b.may_run(r)
+        clock.now = 11.0
         b.set_members(["a", "b"], listed_at=10.5)  # a newer list: c is gone indeed
         await settled(b)
-        assert api.labels[r] == "b" and b.may_run(r)
+        assert label(api, r) == "b" and b.may_run(r)
 
     asyncio.run(go())
 
 
 def test_the_next_list_shows_the_new_holder_and_nothing_is_claimed() -> None:
     async def go() -> None:
-        now, api, r, b = handed_to_c()
-        b.observe(FakeController(), r, "MODIFIED", api.body(r))
-        now[0] = 11.0
+        clock, api, r, b = handed_to_c()
+        b.observe(FakeController(), r, "MODIFIED", api.get(r))
+        clock.now = 11.0
         b.set_members(["a", "b", "c"], listed_at=10.5)
         await settled(b)
-        assert api.writes == [] and not b.may_run(r)
+        assert label_writes(api) == [] and not b.may_run(r)
 
     asyncio.run(go())
