@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 import pytest
+from fake_api import FakeClock
 
 from runner.control.controller import RESYNC_JITTER, Controller, background_limit
 from runner.control.queue import EVENT_BURST, Lane, WorkQueue
@@ -18,21 +19,13 @@ from runner.watches import GVK, Watch
 THINGS = Resource("example.com", "v1", "things", "Thing", True)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def ref(name: str) -> ObjectRef:
     return ObjectRef(THINGS, "ns", name)
 
 
 def test_a_due_event_is_handed_out_before_every_due_background_key() -> None:
     async def go() -> None:
-        clock = Clock()
+        clock = FakeClock()
         q: WorkQueue[str] = WorkQueue(clock)
         for i in range(100):
             q.add(f"resync-{i}", lane=Lane.BACKGROUND)
@@ -62,7 +55,7 @@ def test_background_keys_hold_at_most_their_limit_of_workers() -> None:
 
 
 def test_an_event_moves_a_waiting_key_from_the_background_lane() -> None:
-    clock = Clock()
+    clock = FakeClock()
     q: WorkQueue[str] = WorkQueue(clock)
     q.add("a", delay=3600, lane=Lane.BACKGROUND)
     q.add("b", lane=Lane.BACKGROUND)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from aiohttp.test_utils import TestClient, TestServer
+from fake_api import FakeClock
 from prometheus_client import generate_latest
 
 from runner import __version__
@@ -174,12 +175,12 @@ def test_process_metrics_are_included() -> None:
 
 
 def test_queue_depth_counts_due_keys_only() -> None:
-    now = [100.0]
-    q: WorkQueue[str] = WorkQueue(lambda: now[0])
+    clock = FakeClock(100.0)
+    q: WorkQueue[str] = WorkQueue(clock)
     q.add("due")
     q.add("later", delay=60)
     assert (q.due(), len(q)) == (1, 2)
-    now[0] += 60
+    clock.now += 60
     assert q.due() == 2
 
 
@@ -281,14 +282,6 @@ def test_controller_without_metrics_needs_nothing() -> None:
 # --- health probes ---------------------------------------------------------------------------
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_readiness_without_leader_election() -> None:
     async def go() -> None:
         health = Health()
@@ -305,7 +298,7 @@ def test_readiness_without_leader_election() -> None:
 
 def test_readiness_of_a_standby_and_of_a_lost_leader() -> None:
     async def go() -> None:
-        clock = Clock()
+        clock = FakeClock(0.0)
         health = Health(stale_after=15, clock=clock)
         health.standby("Lease ops/op is held by b")
         assert health.readiness() == (True, "standby: Lease ops/op is held by b")

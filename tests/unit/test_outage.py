@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import aiohttp
 import pytest
 import urllib3.exceptions
+from fake_api import FakeClock
 
 from runner.app.outage import OutageFilter, Prober
 from runner.kube.client import ApiError, ApiUnreachable, KubeClient, Request
@@ -20,18 +21,10 @@ from runner.kube.credentials import Credentials
 from runner.kube.reachability import Reachability, is_connection_error
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def state(caplog: pytest.LogCaptureFixture) -> Reachability:
     caplog.set_level(logging.INFO, logger="runner.api")
-    return Reachability(clock=Clock())
+    return Reachability(clock=FakeClock(100.0))
 
 
 def lines(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:

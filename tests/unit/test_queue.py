@@ -5,16 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from fake_api import FakeClock
 
 from runner.control.queue import WorkQueue
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def run(coro):  # type: ignore[no-untyped-def]
@@ -23,7 +16,7 @@ def run(coro):  # type: ignore[no-untyped-def]
 
 def test_duplicates_merge_and_earliest_due_wins() -> None:
     async def go() -> None:
-        clock = Clock()
+        clock = FakeClock()
         q: WorkQueue[str] = WorkQueue(clock)
         q.add("a", delay=10)
         q.add("a", delay=5)
@@ -100,7 +93,7 @@ def test_forget_drops_waiting_key_and_close_releases_getters() -> None:
 
 def test_keys_are_served_in_the_order_they_became_due() -> None:
     async def go() -> None:
-        clock = Clock()
+        clock = FakeClock()
         q: WorkQueue[str] = WorkQueue(clock)
         q.add("resync-a", delay=1)
         q.add("resync-b", delay=2)
@@ -117,7 +110,7 @@ def test_a_key_added_during_its_run_keeps_its_place() -> None:
     ran do not overtake it."""
 
     async def go() -> None:
-        clock = Clock()
+        clock = FakeClock()
         q: WorkQueue[str] = WorkQueue(clock)
         q.add("x")
         assert await q.get() == "x"
@@ -138,7 +131,7 @@ def test_no_key_is_starved_by_a_backlog_that_never_drains() -> None:
     work every 5 s). A new key is still served, after at most the keys due before it."""
 
     async def go() -> None:
-        clock = Clock()
+        clock = FakeClock()
         waits: list[float] = []
         q: WorkQueue[str] = WorkQueue(clock, on_wait=waits.append)
         keys = [f"cr-{i:02}" for i in range(20)]
@@ -167,7 +160,7 @@ def test_no_key_is_starved_by_a_backlog_that_never_drains() -> None:
 
 def test_waits_are_reported_from_when_a_key_became_due() -> None:
     async def go() -> None:
-        clock = Clock()
+        clock = FakeClock()
         waits: list[float] = []
         q: WorkQueue[str] = WorkQueue(clock, on_wait=waits.append)
         q.add("a", delay=2)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from fake_api import FakeClock
+
 from runner.control.reload import RoleReloader
 from runner.watches import GVK, Watch
 from runner.watches.sources import source_files
@@ -65,53 +67,53 @@ def touch(path: Path, ns: int) -> None:
 
 def test_a_burst_of_saves_is_one_rerun_after_the_files_settle(tmp_path: Path) -> None:
     root = project(tmp_path)
-    now = [0.0]
+    clock = FakeClock(0.0)
     controller = FakeController(Watch(gvk=GVK_ECHO, role=str(root / "roles" / "echo")))
     reloader = RoleReloader(
         [controller],
         lambda w: source_files(w, root),
         settle=0.25,
         min_gap=1.0,
-        clock=lambda: now[0],
+        clock=clock,
     )
     assert reloader.poll() == [] and controller.reruns == 0  # nothing changed
     for i, t in enumerate((0.5, 0.6, 0.7)):  # three saves in a row, of two files
-        now[0] = t
+        clock.now = t
         touch(root / "roles" / ("echo" if i % 2 else "common") / "tasks" / "main.yml", 10**9 * i)
         assert reloader.poll() == []
     assert reloader.pending
-    now[0] = 1.0
+    clock.now = 1.0
     assert reloader.poll() == [controller] and controller.reruns == 1
     assert reloader.poll() == [] and not reloader.pending  # once
 
 
 def test_reruns_are_rate_limited(tmp_path: Path) -> None:
     root = project(tmp_path)
-    now = [0.0]
+    clock = FakeClock(0.0)
     controller = FakeController(Watch(gvk=GVK_ECHO, role=str(root / "roles" / "echo")))
     reloader = RoleReloader(
-        [controller], lambda w: source_files(w, root), settle=0.1, min_gap=5.0, clock=lambda: now[0]
+        [controller], lambda w: source_files(w, root), settle=0.1, min_gap=5.0, clock=clock
     )
     touch(root / "roles" / "echo" / "defaults" / "main.yml", 1)
-    now[0] = 0.1
+    clock.now = 0.1
     reloader.poll()
-    now[0] = 0.3
+    clock.now = 0.3
     assert reloader.poll() == [controller]
     touch(root / "roles" / "echo" / "defaults" / "main.yml", 2)
-    now[0] = 0.4
+    clock.now = 0.4
     reloader.poll()
-    now[0] = 1.0
+    clock.now = 1.0
     assert reloader.poll() == []  # settled, but the last re-run was < 5 s ago
-    now[0] = 5.4
+    clock.now = 5.4
     assert reloader.poll() == [controller] and controller.reruns == 2
 
 
 def test_an_unrelated_role_does_not_rerun(tmp_path: Path) -> None:
     root = project(tmp_path)
-    now = [0.0]
+    clock = FakeClock(0.0)
     controller = FakeController(Watch(gvk=GVK_ECHO, role=str(root / "roles" / "echo")))
-    reloader = RoleReloader([controller], lambda w: source_files(w, root), clock=lambda: now[0])
+    reloader = RoleReloader([controller], lambda w: source_files(w, root), clock=clock)
     touch(root / "roles" / "echoflask" / "tasks" / "main.yml", 7)
     for t in (0.5, 1.0, 2.0):
-        now[0] = t
+        clock.now = t
         assert reloader.poll() == []
