@@ -8,11 +8,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import fake_api
 import pytest
 from fake_api import FakeApi, FakeClock
 
 from runner.app.sharding import (
+    GROUP_LABEL,
     Liveness,
+    Membership,
+    ShardingConfig,
     label_value,
     relabeller,
     shard_identity,
@@ -20,6 +24,7 @@ from runner.app.sharding import (
 )
 from runner.control.queue import Lane
 from runner.control.shards import LABEL, Shards, rendezvous, shard_key
+from runner.kube import client as kube
 from runner.kube.resources import ObjectRef, Resource
 
 THINGS = Resource("example.com", "v1", "things", "Thing", True)
@@ -197,6 +202,27 @@ def test_of_two_claims_on_one_version_one_wins() -> None:
     asyncio.run(go())
 
 
+def test_a_label_write_that_meets_a_conflict_reads_the_cr_again() -> None:
+    api = FakeApi()
+    r, gone = ref("busy"), ref("gone")
+    api.put(r, thing(r))
+    api.fail(method="PATCH", status=409, times=1)  # its status changed meanwhile
+    relabel = relabeller(api.client())
+    written = asyncio.run(relabel(r, "", "a"))
+    obj = api.get(r)
+    assert obj is not None and written == obj["metadata"]["resourceVersion"]
+    assert label(api, r) == "a"
+    assert [(e.request.method, e.status) for e in api.exchanges] == [
+        ("GET", 200),
+        ("PATCH", 409),
+        ("GET", 200),
+        ("PATCH", 200),
+    ]
+    assert asyncio.run(relabel(r, "", "b")) is None, "the label says otherwise now"
+    assert asyncio.run(relabel(gone, "", "a")) is None, "no such CR"
+    assert label(api, r) == "a"
+
+
 def test_a_deleted_cr_is_forgotten() -> None:
     api = FakeApi()
     s = replica(api, "a")
@@ -297,3 +323,74 @@ def test_the_next_list_shows_the_new_holder_and_nothing_is_claimed() -> None:
         assert label_writes(api) == [] and not b.may_run(r)
 
     asyncio.run(go())
+
+
+# -- membership: each replica's Lease, on the fake API and the fake clock -------------------------
+
+
+def membership(
+    api: FakeApi, identity: str, seen: dict[str, list[frozenset[str]]], lost: list[str]
+) -> Membership:
+    assert api.clock is not None
+    config = ShardingConfig("ops", "op", identity, 15.0, 10.0, 2.0)
+    return Membership(
+        api.client(),
+        config,
+        on_members=lambda members, _: seen.setdefault(identity, []).append(members),
+        on_lost=lost.append,
+        clock=api.clock,
+        now=api.clock.wall,
+    )
+
+
+def test_replicas_see_each_other_by_their_leases_and_drop_one_that_stops_renewing() -> None:
+    async def go(api: FakeApi) -> None:
+        seen: dict[str, list[frozenset[str]]] = {}
+        lost: list[str] = []
+        a, b = membership(api, "a", seen, lost), membership(api, "b", seen, lost)
+        await a.join()  # 0 s: renews and looks at 2 s, 4 s, ...
+        assert seen["a"] == [frozenset({"a"})]
+        await asyncio.sleep(1)
+        await b.join()  # 1 s: renews at 3 s, 5 s, ...
+        assert seen["b"] == [frozenset({"a", "b"})]
+        await asyncio.sleep(2)
+        assert seen["a"][-1] == frozenset({"a", "b"})
+        leases = api.listed(kube.lease_path("ops"))
+        assert {lease["spec"]["holderIdentity"] for lease in leases} == {"a", "b"}
+        assert all(lease["metadata"]["labels"] == {GROUP_LABEL: "op"} for lease in leases)
+        await asyncio.sleep(0.5)
+        assert b._task is not None
+        b._task.cancel()  # 3.5 s: b hangs; its Lease (renewed at 3 s) stays as it is
+        await asyncio.sleep(15.5)
+        # a saw it change at its look at 4 s: live at the look at 18 s (14 s later)...
+        assert seen["a"][-1] == frozenset({"a", "b"}), "live for the lease duration"
+        await asyncio.sleep(2)
+        assert seen["a"][-1] == frozenset({"a"}), "...gone at the look at 20 s (16 s later)"
+        await a.leave()
+        holders = [lease["spec"]["holderIdentity"] for lease in api.listed(kube.lease_path("ops"))]
+        assert holders == ["b"], "a deleted its own Lease"
+        assert lost == []
+
+    clock = FakeClock()
+    fake_api.run(go(FakeApi(clock)), clock)
+
+
+def test_a_replica_that_cannot_renew_its_lease_for_the_renew_deadline_is_lost() -> None:
+    async def go(api: FakeApi) -> None:
+        seen: dict[str, list[frozenset[str]]] = {}
+        lost: list[str] = []
+        a = membership(api, "a", seen, lost)
+        await a.join()
+        assert api.clock is not None
+        joined = api.clock()
+        api.fail(error=ConnectionRefusedError("connection refused"))
+        await asyncio.sleep(9)
+        assert lost == [], "retried within the renew deadline"
+        await asyncio.sleep(2)
+        assert len(lost) == 1 and "could not renew the shard Lease" in lost[0]
+        # the first look at or after the deadline, well before the others drop it (15 s)
+        failed = [e.at for e in api.exchanges if e.status is None]
+        assert failed[-1] == joined + 10
+
+    clock = FakeClock()
+    fake_api.run(go(FakeApi(clock)), clock)
