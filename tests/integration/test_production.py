@@ -32,10 +32,14 @@ from .kit import (
     RunningOperator,
     crd,
     install_crd,
+    line_at,
+    logged,
+    logged_at,
     operator,
     or_none,
     temporary_namespace,
     wait_for,
+    wait_logged,
 )
 
 pytestmark = pytest.mark.integration
@@ -125,30 +129,6 @@ def first_run_seconds(op: RunningOperator, name: str) -> float:
         if found and line.get("name") == name:
             return float(found.group(1))
     raise AssertionError(f"no run of {name} logged")
-
-
-def logged(op: RunningOperator, text: str) -> bool:
-    return any(text in str(line.get("msg", "")) for line in op.log_lines())
-
-
-def wait_logged(op: RunningOperator, text: str, timeout: float) -> None:
-    try:
-        wait_for(lambda: logged(op, text), timeout=timeout, what=f"log line {text!r}")
-    except AssertionError:
-        print(op.log_text()[-4000:])
-        raise
-
-
-def line_at(line: dict[str, Any]) -> datetime:
-    return datetime.fromisoformat(str(line["ts"]))
-
-
-def logged_at(op: RunningOperator, text: str) -> datetime | None:
-    """When `text` was first logged."""
-    for line in op.log_lines():
-        if text in str(line.get("msg", "")) and "ts" in line:
-            return line_at(line)
-    return None
 
 
 def stop(op: RunningOperator) -> int:

@@ -2,7 +2,19 @@
 
 from .env import CrKind, Env, completion, or_none
 from .namespaces import namespace, temporary_namespace
-from .operator import PROJECT, RunningOperator, condition, crd, install_crd, launch, operator
+from .operator import (
+    PROJECT,
+    RunningOperator,
+    condition,
+    crd,
+    install_crd,
+    launch,
+    line_at,
+    logged,
+    logged_at,
+    operator,
+    wait_logged,
+)
 from .waiting import wait_for
 
 __all__ = [
@@ -15,9 +27,13 @@ __all__ = [
     "crd",
     "install_crd",
     "launch",
+    "line_at",
+    "logged",
+    "logged_at",
     "namespace",
     "operator",
     "or_none",
     "temporary_namespace",
     "wait_for",
+    "wait_logged",
 ]

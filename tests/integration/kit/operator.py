@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,30 @@ class RunningOperator:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=timeout)
+
+
+def logged(op: RunningOperator, text: str) -> bool:
+    return any(text in str(line.get("msg", "")) for line in op.log_lines())
+
+
+def wait_logged(op: RunningOperator, text: str, timeout: float) -> None:
+    try:
+        wait_for(lambda: logged(op, text), timeout=timeout, what=f"log line {text!r}")
+    except AssertionError:
+        print(op.log_text()[-4000:])
+        raise
+
+
+def line_at(line: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(str(line["ts"]))
+
+
+def logged_at(op: RunningOperator, text: str) -> datetime | None:
+    """When `text` was first logged."""
+    for line in op.log_lines():
+        if text in str(line.get("msg", "")) and "ts" in line:
+            return line_at(line)
+    return None
 
 
 def launch(
