@@ -1,6 +1,8 @@
-"""What every integration test uses: the operator launcher and `Env`, namespaces, waits."""
+"""What every integration test uses: the operator launcher and `Env`, namespaces, waits; and a
+fault-injecting proxy between the operator and the API server (faultproxy.py)."""
 
 from .env import CrKind, Env, completion, or_none
+from .faultproxy import FaultProxy, fault_proxy
 from .namespaces import namespace, temporary_namespace
 from .operator import (
     PROJECT,
@@ -21,10 +23,12 @@ __all__ = [
     "PROJECT",
     "CrKind",
     "Env",
+    "FaultProxy",
     "RunningOperator",
     "completion",
     "condition",
     "crd",
+    "fault_proxy",
     "install_crd",
     "launch",
     "line_at",
