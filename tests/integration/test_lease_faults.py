@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -168,7 +168,7 @@ def test_renewals_that_hang_past_the_deadline_give_the_leadership_up_and_it_is_t
         identity = env.lease(lease).spec.holder_identity
         proxy.hang(path)  # until recover()
         assert first.exit_code(timeout=30) == 1, first.log_text()[-3000:]
-        gone = time.monotonic()
+        gone, exited = time.monotonic(), datetime.now(UTC)
         log = first.log_text()
         assert logged(first, f"leader election lost: could not renew Lease {env.ns}/{lease}")
         assert logged(first, "stopping every reconcile now and exiting")
@@ -178,6 +178,10 @@ def test_renewals_that_hang_past_the_deadline_give_the_leadership_up_and_it_is_t
         assert held.holder_identity == identity, "neither released nor taken meanwhile"
         lost_at = logged_at(first, "leader election lost")
         assert lost_at is not None and lost_at < held.renew_time + timedelta(seconds=8)
+        print(
+            f"\nlost the Lease {(lost_at - held.renew_time).total_seconds():.1f} s after its last "
+            f"renewal, exited {(exited - lost_at).total_seconds():.1f} s later"
+        )
         wait_for(
             lambda: all(s.outcome == "dropped" for s in proxy.seen(path) if s.held),
             timeout=10,
