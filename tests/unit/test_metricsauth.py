@@ -3,44 +3,35 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from fake_api import FakeApi, FakeClock
 
 from runner.app.metricsauth import MetricsAuth, bearer_token
 from runner.app.metricstls import cert_files, self_signed
 from runner.kube import client as kube
 
 
-@dataclass
-class FakeApi:
-    """TokenReviews and SubjectAccessReviews as an API server answers them."""
+def reviewing(tokens: dict[str, dict[str, Any]], allowed: set[str]) -> FakeApi:
+    """The fake API, answering TokenReviews and SubjectAccessReviews as an API server does:
+    `tokens` is token -> user info, `allowed` the usernames bound to metrics-reader."""
+    api = FakeApi()
 
-    tokens: dict[str, dict[str, Any]] = field(default_factory=dict)  # token -> user info
-    allowed: set[str] = field(default_factory=set)  # usernames bound to metrics-reader
-    sent: list[kube.Request] = field(default_factory=list)
-    down: bool = False
+    def token_review(review: dict[str, Any]) -> dict[str, Any]:
+        user = tokens.get(review["spec"]["token"])
+        return {**review, "status": {"authenticated": True, "user": user} if user else {}}
 
-    async def send(self, request: kube.Request, timeout: float = 30.0) -> Any:
-        self.sent.append(request)
-        if self.down:
-            raise kube.ApiError(403, "Forbidden", '{"message": "cannot create tokenreviews"}')
-        spec = request.body["spec"]
-        if request.path.endswith("/tokenreviews"):
-            user = self.tokens.get(spec["token"])
-            return {"status": {"authenticated": True, "user": user} if user else {}}
+    def access_review(review: dict[str, Any]) -> dict[str, Any]:
+        spec = review["spec"]
         assert spec["nonResourceAttributes"] == {"path": "/metrics", "verb": "get"}
-        return {"status": {"allowed": spec["user"] in self.allowed}}
+        return {**review, "status": {"allowed": spec["user"] in allowed}}
 
-
-class Clock:
-    now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+    api.answer(kube.create_token_review("").path, token_review)
+    api.answer(kube.create_subject_access_review({}).path, access_review)
+    return api
 
 
 def test_bearer_tokens_are_read_as_kubernetes_reads_them() -> None:
@@ -51,14 +42,14 @@ def test_bearer_tokens_are_read_as_kubernetes_reads_them() -> None:
 
 
 def test_401_403_200_and_the_caches() -> None:
-    api = FakeApi(
+    api = reviewing(
         tokens={"good": {"username": "scraper", "groups": ["g"]}, "other": {"username": "x"}},
         allowed={"scraper"},
     )
-    clock = Clock()
+    clock = FakeClock(0.0)
 
     async def go() -> None:
-        auth = MetricsAuth(api, clock=clock)
+        auth = MetricsAuth(api.client(), clock=clock)
         app = web.Application(middlewares=[auth.middleware])
 
         async def metrics(_: web.Request) -> web.Response:
@@ -72,23 +63,23 @@ def test_401_403_200_and_the_caches() -> None:
                 return (await http.get("/metrics", headers=headers)).status
 
             assert await status(None) == 401
-            assert api.sent == []  # no token: no review
+            assert api.requests == []  # no token: no review
             assert await status("bad") == 401
             assert await status("other") == 403
             assert await status("good") == 200
-            sent = len(api.sent)
-            assert await status("good") == 200 and len(api.sent) == sent  # cached
+            sent = len(api.requests)
+            assert await status("good") == 200 and len(api.requests) == sent  # cached
             clock.now += 61  # the token's answer expires after a minute, the decision not
-            assert await status("good") == 200 and len(api.sent) == sent + 1
+            assert await status("good") == 200 and len(api.requests) == sent + 1
             clock.now += 31  # a denial is kept 30 s
             assert await status("other") == 403
-            api.down = True
+            api.fail(status=403)  # "cannot create tokenreviews"
             clock.now += 400
             response = await http.get("/metrics", headers={"Authorization": "Bearer good"})
             assert response.status == 500
 
     asyncio.run(go())
-    reviews = [r for r in api.sent if r.path.endswith("/subjectaccessreviews")]
+    reviews = [r for r in api.requests if r.path.endswith("/subjectaccessreviews")]
     assert reviews[0].path == "/apis/authorization.k8s.io/v1/subjectaccessreviews"
     spec = next(r.body["spec"] for r in reviews if r.body["spec"]["user"] == "scraper")
     assert spec["groups"] == ["g"]

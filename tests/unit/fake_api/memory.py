@@ -16,7 +16,9 @@ goes through the client's own handling of the answers (404 -> None in `send_or_n
   object keeps its status, a write to `/status` changes nothing but the status (as for a custom
   resource with the status subresource); metadata.generation moves on when the spec changes;
 - DELETE: gone at once, or, with finalizers, a deletionTimestamp; an object being deleted is
-  gone once a write leaves it no finalizers.
+  gone once a write leaves it no finalizers;
+- POST to a collection given to `answer` (a TokenReview, a SubjectAccessReview): the object
+  comes back as the test's function completes it (its status), and is not kept.
 
 Errors are Kubernetes `Status` bodies. Every request is recorded with its answer (`exchanges`),
 and `faults` make the matching requests hang, fail with a transport error (as when the server
@@ -31,7 +33,7 @@ import copy
 import http
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -176,6 +178,7 @@ class FakeApi:
     objects: dict[str, JSON] = field(default_factory=dict)  # by path, in creation order
     exchanges: list[Exchange] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
+    answers: dict[str, Callable[[JSON], JSON]] = field(default_factory=dict)  # by collection
     version: int = 0  # the last resourceVersion given out
 
     def client(self) -> KubeClient:
@@ -217,6 +220,11 @@ class FakeApi:
             for r in self.requests
             if (method is None or r.method == method) and r.path.endswith(suffix)
         ]
+
+    def answer(self, collection: str, complete: Callable[[JSON], JSON]) -> None:
+        """POSTs to `collection` (a path) come back as `complete(body)` makes them, unstored:
+        what the API server computes (a review's status)."""
+        self.answers[collection] = complete
 
     def fail(self, **fault: Any) -> Fault:
         """Add a `Fault(**fault)`; remove it with `faults.remove`."""
@@ -271,6 +279,8 @@ class FakeApi:
         if parsed.name is None:
             if request.method == "GET":
                 return 200, self._list(parsed, request.params)
+            if request.method == "POST" and parsed.collection in self.answers:
+                return 201, self.answers[parsed.collection](copy.deepcopy(request.body))
             if request.method == "POST":
                 return 201, self._create(parsed, request.body)
         elif request.method == "GET" and parsed.subresource is None:
