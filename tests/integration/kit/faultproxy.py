@@ -85,6 +85,8 @@ class FaultProxy:
         """Hold the requests to `path` from the next one on (see the module's docstring)."""
 
         def arm() -> None:
+            if self._fault is not None:
+                self._fault.over.set()  # one fault at a time: the last one's requests go on
             self._seen.setdefault(path, [])
             self._fault = _Fault(path, seconds)
 
