@@ -121,7 +121,7 @@ def test_metrics_need_tls_a_valid_token_and_the_metrics_reader_role(env: Env) ->
 
 
 def test_metrics_with_a_certificate_from_a_folder(env: Env, tmp_path: Path) -> None:
-    from runner.app.metricstls import self_signed
+    from runner.app.serving.metricstls import self_signed
 
     cert, key = self_signed("metrics.example")
     (tmp_path / "tls.crt").write_bytes(cert)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runner.app.bind import BindAddress, BindAddressError, parse_bind_address
-from runner.app.cli import build_parser
+from runner.app.cli.commands import build_parser
+from runner.app.serving.bind import BindAddress, BindAddressError, parse_bind_address
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_a_taken_port_names_the_flag() -> None:
 
     from aiohttp import web
 
-    from runner.app.bind import Endpoint
+    from runner.app.serving.bind import Endpoint
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
         taken.bind(("127.0.0.1", 0))

@@ -13,7 +13,7 @@ from pathlib import Path
 import fake_api
 import pytest
 
-from runner.app.login import certificate_refused
+from runner.app.source.login import certificate_refused
 from runner.kube.client import CertificateRejected, KubeClient, Request
 from runner.kube.credentials import Credentials
 from runner.kube.reachability import Reachability

@@ -110,7 +110,7 @@ def test_bad_flags_are_refused(flag: str) -> None:
 def test_ansible_args_strip_one_pair_of_quotes_then_split(
     argv_value: str, expected: tuple[str, ...]
 ) -> None:
-    from runner.app.cli import build_parser
+    from runner.app.cli.commands import build_parser
 
     args = build_parser().parse_args(["run", f"--ansible-args={argv_value}"])
     assert args.ansible_args == expected

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from kopf._cogs.structs.references import Resource, Selector
 
-from runner.app import crddiscovery
-from runner.app.kopf_import import kopf_observation
+from runner.app.source import crddiscovery
+from runner.app.source.kopf_import import kopf_observation
 
 GROUP = "late.example.dev"
 THING = Resource(GROUP, "v1", "things", kind="Thing", namespaced=True, preferred=True)

@@ -351,7 +351,7 @@ def test_kube_client_sends_the_current_token(tmp_path: Path, server: str) -> Non
 
 
 def test_kopf_connection_info(tmp_path: Path) -> None:
-    from runner.app.login import connection_info
+    from runner.app.source.login import connection_info
 
     bearer = Credentials(server="https://x:1", token="t", ca_file="/ca", namespace="ns")
     info = connection_info(bearer)

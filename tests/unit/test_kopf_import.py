@@ -65,7 +65,8 @@ def test_the_runner_package_stays_lean() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["runner.app.manager", "runner.app.production", "runner.app.kopf_import"]
+    "module",
+    ["runner.app.manager.run", "runner.app.manager.production", "runner.app.source.kopf_import"],
 )
 def test_kopf_users_imported_first_do_not_import_kubernetes(module: str) -> None:
     out = run(f"import {module}, sys; print('kubernetes' in sys.modules, 'kopf' in sys.modules)")
@@ -94,8 +95,9 @@ def test_the_operator_process_does_not_import_kubernetes(tmp_path: Path) -> None
             importlib.import_module(name)
         from runner.kube import credentials
         from runner.kube import client as kube
-        from runner.app import login, manager
-        from runner.app.kopf_import import kopf
+        from runner.app.manager import run as manager
+        from runner.app.source import login
+        from runner.app.source.kopf_import import kopf
 
         async def main():
             creds = credentials.load({str(tmp_path / "config")!r})
@@ -123,7 +125,7 @@ def test_the_finder_is_gone_and_kubernetes_imports_later() -> None:
     out = run(
         """
         import sys
-        from runner.app import kopf_import
+        from runner.app.source import kopf_import
         assert kopf_import._finder not in sys.meta_path
         import kubernetes.client
         print(kubernetes.client.V1ObjectMeta.__name__)

@@ -14,8 +14,8 @@ import fake_api
 import pytest
 from fake_api import Exchange, FakeApi, FakeClock
 
-from runner.app.leader import LeaderElector
-from runner.app.lease import (
+from runner.app.leases.leader import LeaderElector
+from runner.app.leases.lease import (
     JITTER,
     LEASE_DURATION,
     RENEW_DEADLINE,
@@ -25,7 +25,7 @@ from runner.app.lease import (
     LeaseRecord,
     lease_body,
 )
-from runner.app.production import Production, ProductionConfig
+from runner.app.manager.production import Production, ProductionConfig
 from runner.kube import client as kube
 
 # --- the elector against the fake API, on the fake clock ---------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.app.lease import (
+from runner.app.leases.lease import (
     Action,
     ElectionConfig,
     ElectionError,

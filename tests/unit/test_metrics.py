@@ -11,9 +11,9 @@ from fake_api import FakeClock
 from prometheus_client import generate_latest
 
 from runner import __version__
-from runner.app.crmetrics import controller_name
-from runner.app.health import Health
-from runner.app.metrics import PrometheusMetrics, gvk_label
+from runner.app.serving.crmetrics import controller_name
+from runner.app.serving.health import Health
+from runner.app.serving.metrics import PrometheusMetrics, gvk_label
 from runner.control.controller import Controller
 from runner.control.metrics import Requeue, Result, WorkerStats
 from runner.control.queue import WorkQueue

@@ -10,8 +10,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from fake_api import FakeApi, FakeClock
 
-from runner.app.metricsauth import MetricsAuth, bearer_token
-from runner.app.metricstls import cert_files, self_signed
+from runner.app.serving.metricsauth import MetricsAuth, bearer_token
+from runner.app.serving.metricstls import cert_files, self_signed
 from runner.kube import client as kube
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from fake_api import FakeApi
 
-from runner.app import namespaces
-from runner.app.kopf_import import kopf
+from runner.app.source import namespaces
+from runner.app.source.kopf_import import kopf
 
 
 def refusing(**fault: Any) -> FakeApi:

@@ -15,7 +15,7 @@ import pytest
 import urllib3.exceptions
 from fake_api import FakeClock
 
-from runner.app.outage import OutageFilter, Prober
+from runner.app.source.outage import OutageFilter, Prober
 from runner.kube.client import ApiError, ApiUnreachable, KubeClient, Request
 from runner.kube.credentials import Credentials
 from runner.kube.reachability import Reachability, is_connection_error

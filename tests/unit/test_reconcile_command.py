@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.app import cli
-from runner.app.oneshot import UNSAVED_UID, UsageError, _as_given, read_cr_file
+from runner.app.cli import commands as cli
+from runner.app.manager.oneshot import UNSAVED_UID, UsageError, _as_given, read_cr_file
 
 
 def test_the_reconcile_command_parses_kind_name_and_flags() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from runner.app.rolemetrics import MetricError, RoleMetrics
+from runner.app.serving.rolemetrics import MetricError, RoleMetrics
 
 
 def _value(metrics: RoleMetrics, name: str) -> float | None:

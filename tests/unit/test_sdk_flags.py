@@ -14,8 +14,8 @@ import pytest
 
 from runner import __version__
 from runner.ansible.interface import LogEvents
-from runner.app import sdkflags, zapflags
-from runner.app.cli import build_parser
+from runner.app.cli import sdkflags, zapflags
+from runner.app.cli.commands import build_parser
 
 EXE = Path(sys.executable).parent / "operator-runner"
 

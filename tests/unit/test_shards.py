@@ -12,7 +12,7 @@ import fake_api
 import pytest
 from fake_api import FakeApi, FakeClock
 
-from runner.app.sharding import (
+from runner.app.leases.sharding import (
     GROUP_LABEL,
     Liveness,
     Membership,

@@ -10,8 +10,8 @@ from typing import Any, cast
 
 import pytest
 
-from runner.app import production as production_module
-from runner.app.production import Production, ProductionConfig
+from runner.app.manager import production as production_module
+from runner.app.manager.production import Production, ProductionConfig
 from runner.control.controller import Controller
 from runner.kube.client import KubeClient
 from runner.kube.resources import ObjectRef, Resource

@@ -16,8 +16,8 @@ import aiohttp
 import fake_api
 import pytest
 
-from runner.app.kopf_import import kopf
-from runner.app.login import connection_info
+from runner.app.source.kopf_import import kopf
+from runner.app.source.login import connection_info
 from runner.kube.client import AsyncUpstream, KubeClient, get_lease
 from runner.kube.credentials import Credentials, ServerNamedContext
 

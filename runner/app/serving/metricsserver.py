@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from runner.app.bind import BindAddress, Endpoint
-from runner.app.metrics import PrometheusMetrics
-from runner.app.metricsauth import MetricsAuth
-from runner.app.metricstls import MetricsTLS, cert_files
+from runner.app.serving.bind import BindAddress, Endpoint
+from runner.app.serving.metrics import PrometheusMetrics
+from runner.app.serving.metricsauth import MetricsAuth
+from runner.app.serving.metricstls import MetricsTLS, cert_files
 from runner.kube.client import KubeClient
 
 log = logging.getLogger("runner.metrics")

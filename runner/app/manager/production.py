@@ -37,11 +37,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from runner.app.bind import BindAddress, BindAddressError, Endpoint, parse_bind_address
-from runner.app.health import Health
-from runner.app.kopf_import import kopf
-from runner.app.leader import LeaderElector
-from runner.app.lease import (
+from runner.app.leases.leader import LeaderElector
+from runner.app.leases.lease import (
     LEASE_DURATION,
     RENEW_DEADLINE,
     RETRY_PERIOD,
@@ -51,9 +48,12 @@ from runner.app.lease import (
     election_namespace,
     new_identity,
 )
-from runner.app.metrics import PrometheusMetrics
-from runner.app.metricsserver import MetricsSecurity, metrics_endpoint
-from runner.app.rolemetrics import RoleMetrics
+from runner.app.serving.bind import BindAddress, BindAddressError, Endpoint, parse_bind_address
+from runner.app.serving.health import Health
+from runner.app.serving.metrics import PrometheusMetrics
+from runner.app.serving.metricsserver import MetricsSecurity, metrics_endpoint
+from runner.app.serving.rolemetrics import RoleMetrics
+from runner.app.source.kopf_import import kopf
 from runner.control.controller import Controller, drain
 from runner.control.metrics import NULL_METRICS, Metrics, WorkerStats
 from runner.kube import requestlog

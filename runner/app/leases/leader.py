@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from runner.app.lease import (
+from runner.app.leases.lease import (
     JITTER,
     Action,
     Decision,

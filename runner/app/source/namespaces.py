@@ -20,7 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from runner.app.kopf_import import kopf, kopf_observation
+from runner.app.source.kopf_import import kopf, kopf_observation
 from runner.kube.client import ApiError, KubeClient, list_namespaces
 
 log = logging.getLogger("runner.manager")

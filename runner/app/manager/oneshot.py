@@ -26,8 +26,8 @@ import yaml
 
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.interface import LogEvents
-from runner.app.manager import OperatorConfig, make_executor, read_watches
-from runner.app.watchsettings import watch_options
+from runner.app.manager.run import OperatorConfig, make_executor, read_watches
+from runner.app.manager.watchsettings import watch_options
 from runner.dependents.proxy import Proxy
 from runner.kube import client as kube
 from runner.kube import credentials as creds

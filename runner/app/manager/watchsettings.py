@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from runner.ansible.interface import skip_facts
-from runner.app.cpus import default_concurrency, memory_limit_bytes, usable_cpus
+from runner.app.process.cpus import default_concurrency, memory_limit_bytes, usable_cpus
 from runner.reconcile.reconciler import Options
 from runner.watches import Watch
 
 if TYPE_CHECKING:
-    from runner.app.manager import OperatorConfig
+    from runner.app.manager.run import OperatorConfig
 
 log = logging.getLogger("runner.manager")
 

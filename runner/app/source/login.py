@@ -7,7 +7,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner.app.kopf_import import kopf
+from runner.app.source.kopf_import import kopf
 from runner.kube import client as kube
 from runner.kube import credentials as creds
 

@@ -14,13 +14,10 @@ from typing import cast
 from runner import __version__
 from runner.ansible.artifacts import default_artifacts_dir
 from runner.ansible.interface import LogEvents
-from runner.app import (
-    reconcile_cli,  # reconcile KIND/NAME
-    sdkflags,
-    zapflags,
-)
-from runner.app.bind import BindAddressError, parse_bind_address
-from runner.app.cliparser import Parser, log_events
+from runner.app.cli import reconcile as reconcile_cli  # reconcile KIND/NAME
+from runner.app.cli import sdkflags, zapflags
+from runner.app.cli.parser import Parser, log_events
+from runner.app.serving.bind import BindAddressError, parse_bind_address
 from runner.scaffold import cli as scaffold_cli  # init, create api
 from runner.util import logs
 from runner.util.durations import parse_period
@@ -344,9 +341,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from runner.app.manager import OperatorConfig, run_operator  # heavy imports only when running
-    from runner.app.metricsserver import MetricsSecurity
-    from runner.app.production import ProductionConfig
+    from runner.app.manager.production import ProductionConfig
+    from runner.app.manager.run import (  # heavy imports only when running
+        OperatorConfig,
+        run_operator,
+    )
+    from runner.app.serving.metricsserver import MetricsSecurity
 
     production = ProductionConfig(
         metrics_bind_address=args.metrics_bind_address,

@@ -26,7 +26,7 @@ import argparse
 import os
 from collections.abc import MutableMapping
 
-from runner.app import zapflags
+from runner.app.cli import zapflags
 
 #: The lock types client-go knew; ansible-operator now uses Leases whatever is given.
 RESOURCE_LOCKS = ("leases", "endpointsleases", "configmapsleases")

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from runner.app.kopf_import import kopf_observation
+from runner.app.source.kopf_import import kopf_observation
 
 log = logging.getLogger("runner.manager")
 

@@ -19,15 +19,15 @@ from runner.ansible import collections_path
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.executor import Executor
 from runner.ansible.interface import LogEvents
-from runner.app import outage
-from runner.app.cpus import memory_limit_bytes, run_slots
-from runner.app.crddiscovery import serve_crds_despite_discovery_lag
-from runner.app.kopf_import import kopf
-from runner.app.login import certificate_refused, connection_info
-from runner.app.namespaces import skip_refused_namespace_scan
-from runner.app.production import Production, ProductionConfig
-from runner.app.sharding import Membership, relabeller, sharding_config
-from runner.app.watchsettings import watch_options, watch_workers
+from runner.app.leases.sharding import Membership, relabeller, sharding_config
+from runner.app.manager.production import Production, ProductionConfig
+from runner.app.manager.watchsettings import watch_options, watch_workers
+from runner.app.process.cpus import memory_limit_bytes, run_slots
+from runner.app.source import outage
+from runner.app.source.crddiscovery import serve_crds_despite_discovery_lag
+from runner.app.source.kopf_import import kopf
+from runner.app.source.login import certificate_refused, connection_info
+from runner.app.source.namespaces import skip_refused_namespace_scan
 from runner.control.controller import Controller
 from runner.control.reload import RoleReloader
 from runner.control.shards import Shards

@@ -52,7 +52,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from runner import __version__
-from runner.app.crmetrics import ControllerRuntimeMetrics, controller_name
+from runner.app.serving.crmetrics import ControllerRuntimeMetrics, controller_name
 from runner.control.metrics import Requeue, Result, WorkerStats
 
 # A reconcile runs ansible-playbook: from a fraction of a second to many minutes.

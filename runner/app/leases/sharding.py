@@ -34,7 +34,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from runner.app.lease import ElectionError, default_election_id, election_namespace, format_time
+from runner.app.leases.lease import (
+    ElectionError,
+    default_election_id,
+    election_namespace,
+    format_time,
+)
 from runner.control.shards import LABEL, Relabel
 from runner.kube import client as kube
 from runner.kube.client import ApiError, KubeClient

@@ -1,0 +1,2 @@
+"""Several replicas on Leases: leader election (one works) and sharding (all work, each on its
+share of the CRs)."""

@@ -1,0 +1,1 @@
+"""What this process may use: CPUs and memory (affinity, cgroups), and the runs they allow."""
