@@ -26,22 +26,3 @@ def matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None
         if op == "DoesNotExist" and key in labels:
             return False
     return True
-
-
-def to_query(selector: Mapping[str, Any] | None) -> str:
-    """The selector as a `labelSelector=` query string for list and watch calls."""
-    if not selector:
-        return ""
-    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
-    for expr in selector.get("matchExpressions") or []:
-        key, op = expr["key"], expr["operator"]
-        values = ",".join(str(v) for v in expr.get("values") or [])
-        if op == "In":
-            parts.append(f"{key} in ({values})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({values})")
-        elif op == "Exists":
-            parts.append(key)
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts)

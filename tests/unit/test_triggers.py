@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from runner.control.selectors import matches, to_query
+from runner.control.selectors import matches
 from runner.control.triggers import fingerprint, should_reconcile
 
 
@@ -83,6 +83,5 @@ def test_selector_matching(labels: dict[str, str] | None, expected: bool) -> Non
     assert matches(SELECTOR, labels) is expected
 
 
-def test_empty_selector_matches_everything_and_query_string() -> None:
+def test_empty_selector_matches_everything() -> None:
     assert matches({}, None) and matches(None, {"a": "b"})
-    assert to_query(SELECTOR) == "tier=web,env in (prod,stage),!legacy,team,zone notin (b)"
