@@ -28,7 +28,8 @@ from runner.control.selectors import matches
 from runner.control.shards import Shards
 from runner.control.triggers import Seen, fingerprint, should_reconcile
 from runner.kube.resources import ObjectRef, Resource
-from runner.reconcile.reconciler import Outcome, Reconciler
+from runner.reconcile.interface import Outcome
+from runner.reconcile.reconciler import Reconciler
 from runner.util.logs import cr_fields
 
 log = logging.getLogger("runner.controller")

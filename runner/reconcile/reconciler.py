@@ -36,6 +36,7 @@ from runner.kube.resources import ObjectRef
 from runner.reconcile import annotations as cr_annotations
 from runner.reconcile import conditions, extravars
 from runner.reconcile.ansible_result import AnsibleResult
+from runner.reconcile.interface import Outcome
 from runner.reconcile.recorder import EventRecorder
 from runner.util.logs import cr_fields
 from runner.watches import Watch
@@ -55,21 +56,6 @@ class Options:
     echo: bool = False  # Ansible's own output to stdout (`operator-runner reconcile`)
     skip_facts: bool = False  # role runs gather no facts (ANSIBLE_GATHERING=explicit)
     debug_logs: bool = False  # each run's whole output to the log (ANSIBLE_DEBUG_LOGS)
-
-
-@dataclass
-class Outcome:
-    """What the worker does next with the key."""
-
-    requeue_after: float | None = None
-    periodic: bool = False  # requeue_after is the reconcile period (a resync), not asked for
-    failed: bool = False
-    forget: bool = False
-    detail: str = ""
-    # for metrics: failed Ansible tasks; errored = could not complete (no result, bad annotation)
-    failed_tasks: int = 0
-    errored: bool = False
-    panic: bool = False  # the reconcile raised unexpectedly (a bug)
 
 
 @dataclass

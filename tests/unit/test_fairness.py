@@ -13,7 +13,8 @@ from fake_api import FakeClock
 from runner.control.controller import RESYNC_JITTER, Controller, background_limit
 from runner.control.queue import EVENT_BURST, Lane, WorkQueue
 from runner.kube.resources import ObjectRef, Resource
-from runner.reconcile.reconciler import Outcome, Reconciler
+from runner.reconcile.interface import Outcome
+from runner.reconcile.reconciler import Reconciler
 from runner.watches import GVK, Watch
 
 THINGS = Resource("example.com", "v1", "things", "Thing", True)

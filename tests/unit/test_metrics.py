@@ -18,7 +18,8 @@ from runner.control.controller import Controller
 from runner.control.metrics import Requeue, Result, WorkerStats
 from runner.control.queue import WorkQueue
 from runner.kube.resources import ObjectRef, Resource
-from runner.reconcile.reconciler import Outcome, Reconciler
+from runner.reconcile.interface import Outcome
+from runner.reconcile.reconciler import Reconciler
 from runner.watches import GVK
 
 

@@ -23,7 +23,8 @@ from runner.kube import client as kube
 from runner.kube.client import Request
 from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile import conditions
-from runner.reconcile.reconciler import Options, Outcome, Reconciler
+from runner.reconcile.interface import Outcome
+from runner.reconcile.reconciler import Options, Reconciler
 from runner.reconcile.recorder import EventRecorder
 from runner.watches import GVK, Finalizer, Watch
 

@@ -15,7 +15,8 @@ from runner.app.manager.production import Production, ProductionConfig
 from runner.control.controller import Controller
 from runner.kube.client import KubeClient
 from runner.kube.resources import ObjectRef, Resource
-from runner.reconcile.reconciler import Outcome, Reconciler
+from runner.reconcile.interface import Outcome
+from runner.reconcile.reconciler import Reconciler
 from runner.watches import GVK
 
 RESOURCE = Resource("example.com", "v1", "things", "Thing", True)
