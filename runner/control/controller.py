@@ -28,8 +28,7 @@ from runner.control.selectors import matches
 from runner.control.shards import Shards
 from runner.control.triggers import Seen, fingerprint, should_reconcile
 from runner.kube.resources import ObjectRef, Resource
-from runner.reconcile.interface import Outcome
-from runner.reconcile.reconciler import Reconciler
+from runner.reconcile.interface import Outcome, Reconciles
 from runner.util.logs import cr_fields
 
 log = logging.getLogger("runner.controller")
@@ -46,7 +45,7 @@ def background_limit(workers: int) -> int:
 class Controller:
     def __init__(
         self,
-        reconciler: Reconciler,
+        reconciler: Reconciles,
         workers: int,
         backoff: Backoff | None = None,
         metrics: Metrics = NULL_METRICS,
@@ -133,20 +132,15 @@ class Controller:
         for i in range(self.workers):
             name = f"worker-{self.watch.gvk.kind}-{i}"
             self._tasks.append(asyncio.create_task(self._work(), name=name))
-        self._sweeper = asyncio.create_task(self._sweep_artifacts(), name="artifacts-sweep")
+        self._sweeper = asyncio.create_task(self._sweep(), name="artifacts-sweep")
 
-    async def _sweep_artifacts(self, first: float = 60.0, every: float = 600.0) -> None:
-        """Remove the artifact folders of CRs that are gone without us seeing them go (deleted
+    async def _sweep(self, first: float = 60.0, every: float = 600.0) -> None:
+        """Have the reconciler forget the CRs that are gone without us seeing them go (deleted
         while the operator was down): the CRs alive are those the watch has listed."""
         await asyncio.sleep(first)  # a schedule, not a condition: the watch has listed by now
         while True:
-            gvk = self.watch.gvk
             namespaced = self.resource.namespaced if self.resource is not None else None
-            removed = self.reconciler.artifacts.sweep(
-                gvk.group, gvk.version, gvk.kind, set(self._seen), namespaced
-            )
-            if removed:
-                log.info("removed the artifacts of %d %s gone while unwatched", removed, gvk.kind)
+            self.reconciler.forget_gone(set(self._seen), namespaced)
             await asyncio.sleep(every)
 
     def stop_taking(self) -> None:

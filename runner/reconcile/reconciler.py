@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -114,6 +114,14 @@ class Reconciler:
         self.artifacts = artifacts
         self.recorder = recorder
         self._playbooks: dict[bool, Path] = {}
+
+    def forget_gone(self, alive: Collection[ObjectRef], namespaced: bool | None) -> int:
+        """Remove the artifact folders of the watch's CRs that are not `alive`; how many."""
+        gvk = self.watch.gvk
+        removed = self.artifacts.sweep(gvk.group, gvk.version, gvk.kind, alive, namespaced)
+        if removed:
+            log.info("removed the artifacts of %d %s gone while unwatched", removed, gvk.kind)
+        return removed
 
     # -- the flow ---------------------------------------------------------------------------
 

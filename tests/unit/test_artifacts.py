@@ -5,6 +5,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -17,6 +18,9 @@ from runner.ansible.artifacts import (
 )
 from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile.annotations import MAX_RUNNER_ARTIFACTS_ANNOTATION, max_artifacts
+from runner.reconcile.interface import Reconciles
+from runner.reconcile.reconciler import Options, Reconciler
+from runner.watches import GVK, Watch
 
 ECHO = Resource("app.my.domain", "v1", "echoes", "Echo")
 
@@ -65,6 +69,21 @@ def test_sweep_of_cluster_scoped_and_of_an_unknown_scope(tmp_path: Path) -> None
     assert artifacts.sweep("x.io", "v1", "Thing", {alive}, namespaced=False) == 1
     assert artifacts.private_dir(alive).exists()
     assert artifacts.sweep("x.io", "v1", "Thing", set(), namespaced=None) == 1  # none alive
+
+
+def test_the_reconciler_forgets_the_crs_gone_while_unwatched(tmp_path: Path) -> None:
+    """What a controller's sweep asks of its reconciler (Reconciles.forget_gone)."""
+    artifacts = Artifacts(tmp_path)
+    for name in ("alive", "gone"):
+        artifacts.private_dir(ref("ns", name))
+    watch = Watch(gvk=GVK("app.my.domain", "v1", "Echo"), role="echo")
+    none = cast(Any, None)  # no API, runs or Events in a sweep
+    reconciler: Reconciles = Reconciler(
+        watch, Options(reconcile_period=None), none, none, artifacts, none
+    )
+    assert reconciler.forget_gone({ref("ns", "alive")}, namespaced=True) == 1
+    assert artifacts.private_dir(ref("ns", "alive")).exists()
+    assert not (tmp_path / "app.my.domain" / "v1" / "Echo" / "ns" / "gone").exists()
 
 
 def make_run(private: Path, ident: str, mtime: float) -> None:
