@@ -1,5 +1,6 @@
-"""Leader election's Lease without I/O (runner/app/lease.py): the decision as a pure function,
-the Lease bodies written, the configuration."""
+"""The Lease without I/O (runner/app/leases/lease.py): the decision as a pure function, the
+Lease bodies written (by one builder, for leader election and the shards alike), the
+configuration."""
 
 from __future__ import annotations
 
@@ -18,9 +19,12 @@ from runner.app.leases.lease import (
     election_namespace,
     format_time,
     lease_body,
+    lease_object,
     parse_time,
     released_body,
 )
+from runner.app.leases.sharding import GROUP_LABEL, ShardingConfig
+from runner.app.leases.sharding import lease_body as shard_lease_body
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 ME = "host-a_1111"
@@ -135,6 +139,74 @@ def test_lease_object_round_trip() -> None:
     assert parsed == LeaseRecord(ME, 15.0, NOW, NOW, 0, "7")
     assert parse_time("2030-01-02T03:04:05Z") == NOW.replace(microsecond=0)
     assert parse_time("garbage") is None and parse_time(None) is None
+
+
+# --- the one builder: the election's Lease and the shards' ---------------------------------
+
+STAMP = "2030-01-02T03:04:05.678901Z"
+
+
+def test_every_field_and_the_order_of_a_full_lease() -> None:
+    body = lease_object(
+        "ops",
+        "op",
+        holder="me",
+        duration=14.2,
+        renewed=NOW,
+        acquired=NOW,
+        transitions=2,
+        resource_version="9",
+        labels={"a": "b"},
+    )
+    assert body == {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": "op",
+            "namespace": "ops",
+            "labels": {"a": "b"},
+            "resourceVersion": "9",
+        },
+        "spec": {
+            "holderIdentity": "me",
+            "leaseDurationSeconds": 15,  # whole seconds, rounded up
+            "acquireTime": STAMP,
+            "renewTime": STAMP,
+            "leaseTransitions": 2,
+        },
+    }
+    assert list(body["spec"]) == [
+        "holderIdentity",
+        "leaseDurationSeconds",
+        "acquireTime",
+        "renewTime",
+        "leaseTransitions",
+    ]
+
+
+def test_fields_not_given_are_left_out() -> None:
+    body = lease_object("ops", "op", holder=None, duration=0.2, renewed=NOW)
+    assert body["metadata"] == {"name": "op", "namespace": "ops"}
+    assert body["spec"] == {"leaseDurationSeconds": 1, "renewTime": STAMP}
+
+
+def test_a_shard_lease_is_the_election_lease_with_a_label_and_without_acquisitions() -> None:
+    shard = ShardingConfig("ops", "op", "pod-a", 15.0, 10.0, 2.0)
+    body = shard_lease_body(shard, NOW, "5")
+    assert body["metadata"] == {
+        "name": shard.lease_name,
+        "namespace": "ops",
+        "labels": {GROUP_LABEL: "op"},
+        "resourceVersion": "5",
+    }
+    assert body["spec"] == {
+        "holderIdentity": "pod-a",
+        "leaseDurationSeconds": 15,
+        "renewTime": STAMP,
+    }
+    election = lease_body(ElectionConfig("ops", "op", "pod-a"), None, Action.CREATE, NOW)
+    shared = {k: v for k, v in election["spec"].items() if k in body["spec"]}
+    assert shared == body["spec"]
 
 
 # --- configuration ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""Leader election's Lease, without I/O: the configuration, the record and the decision.
+"""The Lease, without I/O: leader election's configuration, record and decision, and the one
+builder of the Lease bodies that leader election and the shards write (`lease_object`).
 
-How the elector (runner/app/leader.py) uses them is described there.
+How the elector (leader.py) and the shards' membership (sharding.py) use them is described there.
 """
 
 from __future__ import annotations
@@ -180,51 +181,76 @@ def decide(lease: LeaseRecord | None, now: datetime, identity: str) -> Decision:
     return Decision(Action.WAIT, holder=lease.holder, expires_at=expires)
 
 
+def lease_object(
+    namespace: str,
+    name: str,
+    *,
+    holder: str | None,
+    duration: float,
+    renewed: datetime,
+    acquired: datetime | None = None,
+    transitions: int | None = None,
+    resource_version: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A coordination.k8s.io/v1 Lease to write: the one builder of leader election's Lease and
+    of the shards' Leases. A `resource_version` makes the write fail with 409 if the Lease moved
+    on; fields given as None are left out."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        metadata["labels"] = dict(labels)
+    if resource_version:
+        metadata["resourceVersion"] = resource_version
+    spec: dict[str, Any] = {}
+    if holder:
+        spec["holderIdentity"] = holder
+    spec["leaseDurationSeconds"] = max(1, math.ceil(duration))
+    if acquired is not None:
+        spec["acquireTime"] = format_time(acquired)
+    spec["renewTime"] = format_time(renewed)
+    if transitions is not None:
+        spec["leaseTransitions"] = transitions
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": metadata,
+        "spec": spec,
+    }
+
+
 def lease_body(
     config: ElectionConfig, current: LeaseRecord | None, action: Action, now: datetime
 ) -> dict[str, Any]:
     """The Lease to write for CREATE, ACQUIRE or RENEW, guarded by `current`'s resourceVersion."""
     if action is Action.WAIT:
         raise ValueError("nothing to write while waiting")
-    stamp = format_time(now)
     if action is Action.RENEW and current is not None:
-        acquired = format_time(current.acquire_time) if current.acquire_time else stamp
+        acquired = current.acquire_time or now
         transitions = current.transitions
     else:
-        acquired = stamp
+        acquired = now
         transitions = 0 if current is None else current.transitions + 1
-    metadata: dict[str, Any] = {"name": config.name, "namespace": config.namespace}
-    if current is not None:
-        metadata["resourceVersion"] = current.resource_version
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": metadata,
-        "spec": {
-            "holderIdentity": config.identity,
-            "leaseDurationSeconds": max(1, math.ceil(config.lease_duration)),
-            "acquireTime": acquired,
-            "renewTime": stamp,
-            "leaseTransitions": transitions,
-        },
-    }
+    return lease_object(
+        config.namespace,
+        config.name,
+        holder=config.identity,
+        duration=config.lease_duration,
+        renewed=now,
+        acquired=acquired,
+        transitions=transitions,
+        resource_version=None if current is None else current.resource_version,
+    )
 
 
 def released_body(config: ElectionConfig, current: LeaseRecord, now: datetime) -> dict[str, Any]:
     """The Lease given up: no holder, expiring in 1 s from now (client-go's release)."""
-    stamp = format_time(now)
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {
-            "name": config.name,
-            "namespace": config.namespace,
-            "resourceVersion": current.resource_version,
-        },
-        "spec": {
-            "leaseDurationSeconds": 1,
-            "acquireTime": stamp,
-            "renewTime": stamp,
-            "leaseTransitions": current.transitions,
-        },
-    }
+    return lease_object(
+        config.namespace,
+        config.name,
+        holder=None,
+        duration=1,
+        renewed=now,
+        acquired=now,
+        transitions=current.transitions,
+        resource_version=current.resource_version,
+    )

@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import math
 import os
 import re
 import socket
@@ -38,7 +37,7 @@ from runner.app.leases.lease import (
     ElectionError,
     default_election_id,
     election_namespace,
-    format_time,
+    lease_object,
 )
 from runner.control.shards import LABEL, Relabel
 from runner.kube import client as kube
@@ -90,23 +89,16 @@ class ShardingConfig:
 def lease_body(
     config: ShardingConfig, now: datetime, resource_version: str | None
 ) -> dict[str, Any]:
-    metadata: dict[str, Any] = {
-        "name": config.lease_name,
-        "namespace": config.namespace,
-        "labels": {GROUP_LABEL: label_value(config.group)},
-    }
-    if resource_version:
-        metadata["resourceVersion"] = resource_version
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": metadata,
-        "spec": {
-            "holderIdentity": config.identity,
-            "leaseDurationSeconds": max(1, math.ceil(config.lease_duration)),
-            "renewTime": format_time(now),
-        },
-    }
+    """This replica's Lease: its identity, renewed `now`, labelled with its group."""
+    return lease_object(
+        config.namespace,
+        config.lease_name,
+        holder=config.identity,
+        duration=config.lease_duration,
+        renewed=now,
+        resource_version=resource_version,
+        labels={GROUP_LABEL: label_value(config.group)},
+    )
 
 
 class Liveness:
