@@ -16,9 +16,10 @@ import fake_api
 import pytest
 import yaml
 
-from runner.kube import credentials as creds
 from runner.kube.client import KubeClient, Request, get_lease
+from runner.kube.clientconfig import in_cluster, load
 from runner.kube.credentials import Credentials, CredentialsError
+from runner.kube.kubeconfig import parse_kubeconfig
 
 
 def kubeconfig(
@@ -55,7 +56,7 @@ def b64(data: bytes) -> str:
 
 def test_token_user_and_namespace(tmp_path: Path) -> None:
     path = write(tmp_path / "config", kubeconfig(user={"token": "abc"}, namespace="team"))
-    got = creds.load(str(path), environ={})
+    got = load(str(path), environ={})
     assert got.server == "https://k8s.example:6443"
     assert got.authorization() == "Bearer abc"
     assert got.namespace == "team"
@@ -67,7 +68,7 @@ def test_token_user_and_namespace(tmp_path: Path) -> None:
 def test_token_file_is_reread_when_it_changes(tmp_path: Path) -> None:
     (tmp_path / "token").write_text("first\n")
     path = write(tmp_path / "config", kubeconfig(user={"tokenFile": "token"}))  # relative
-    got = creds.load(str(path), environ={})
+    got = load(str(path), environ={})
     assert got.token_file == str(tmp_path / "token")
     assert got.authorization() == "Bearer first"
     # The kubelet's rotation: a new file swapped in.
@@ -85,13 +86,13 @@ def test_token_file_is_reread_when_it_changes(tmp_path: Path) -> None:
 
 def test_token_wins_over_token_file_and_basic(tmp_path: Path) -> None:
     user = {"token": "t", "tokenFile": "/nonexistent", "username": "a", "password": "b"}
-    got = creds.load(str(write(tmp_path / "config", kubeconfig(user=user))), environ={})
+    got = load(str(write(tmp_path / "config", kubeconfig(user=user))), environ={})
     assert got.authorization() == "Bearer t"
 
 
 def test_basic_auth(tmp_path: Path) -> None:
     user = {"username": "admin", "password": "s3cret"}
-    got = creds.load(str(write(tmp_path / "config", kubeconfig(user=user))), environ={})
+    got = load(str(write(tmp_path / "config", kubeconfig(user=user))), environ={})
     assert got.authorization() == "Basic " + b64(b"admin:s3cret")
     assert "s3cret" not in repr(got)
 
@@ -99,7 +100,7 @@ def test_basic_auth(tmp_path: Path) -> None:
 def test_no_user_is_anonymous(tmp_path: Path) -> None:
     document = kubeconfig()
     document["contexts"][0]["context"].pop("user")
-    got = creds.load(str(write(tmp_path / "config", document)), environ={})
+    got = load(str(write(tmp_path / "config", document)), environ={})
     assert got.authorization() is None
 
 
@@ -107,7 +108,7 @@ def test_data_fields_become_private_files(tmp_path: Path, pki: fake_api.Pki) -> 
     user = {"client-certificate-data": b64(pki.cert), "client-key-data": b64(pki.key)}
     cluster = {"certificate-authority-data": b64(pki.ca)}
     path = write(tmp_path / "config", kubeconfig(user=user, cluster=cluster))
-    got = creds.load(str(path), environ={})
+    got = load(str(path), environ={})
     assert got.ca_file and got.cert_file and got.key_file
     for file, content in (
         (got.ca_file, pki.ca),
@@ -125,7 +126,7 @@ def test_data_fields_become_private_files(tmp_path: Path, pki: fake_api.Pki) -> 
 
 def test_data_wins_over_path(tmp_path: Path, pki: fake_api.Pki) -> None:
     cluster = {"certificate-authority-data": b64(pki.ca), "certificate-authority": "/nope"}
-    got = creds.load(str(write(tmp_path / "config", kubeconfig(cluster=cluster))), environ={})
+    got = load(str(write(tmp_path / "config", kubeconfig(cluster=cluster))), environ={})
     assert got.ca_file and Path(got.ca_file).read_bytes() == pki.ca
 
 
@@ -133,12 +134,12 @@ def test_bad_base64_names_the_field(tmp_path: Path) -> None:
     cluster = {"certificate-authority-data": "not base64!"}
     path = write(tmp_path / "config", kubeconfig(cluster=cluster))
     with pytest.raises(CredentialsError, match="cluster 'c': certificate-authority-data"):
-        creds.load(str(path), environ={})
+        load(str(path), environ={})
 
 
 def test_insecure_skip_tls_verify(tmp_path: Path) -> None:
     cluster = {"insecure-skip-tls-verify": True}
-    got = creds.load(str(write(tmp_path / "config", kubeconfig(cluster=cluster))), environ={})
+    got = load(str(write(tmp_path / "config", kubeconfig(cluster=cluster))), environ={})
     assert got.insecure
     context = got.ssl_context()
     assert context.verify_mode == ssl.CERT_NONE and not context.check_hostname
@@ -170,7 +171,7 @@ def test_relative_paths_resolve_against_the_file_that_names_them(tmp_path: Path)
         },
     )
     environ = {"KUBECONFIG": f"{clusters}{os.pathsep}{users}"}
-    got = creds.load(None, environ=environ)
+    got = load(None, environ=environ)
     assert got.ca_file == str(tmp_path / "a" / "pki" / "ca.crt")
     assert got.cert_file == str(tmp_path / "b" / "me.crt")
     assert got.key_file == "/abs/me.key"
@@ -187,26 +188,26 @@ def test_kubeconfig_merge_first_file_wins(tmp_path: Path) -> None:
     c = write(tmp_path / "c", third)
     missing = tmp_path / "missing"
     environ = {"KUBECONFIG": os.pathsep.join(["", str(missing), str(a), str(b), str(c)])}
-    got = creds.load(None, environ=environ)
+    got = load(None, environ=environ)
     # current-context: the first file that sets one (b); its cluster c2 only b names;
     # its user u: from a, the first file naming it.
     assert got.context == "other"
     assert got.server == "https://c2:3"
     assert got.authorization() == "Bearer first"
     # An explicit context: cluster c is a's.
-    assert creds.load(None, environ=environ, context="ctx").server == "https://first:1"
+    assert load(None, environ=environ, context="ctx").server == "https://first:1"
 
 
 def test_explicit_kubeconfig_wins_over_the_environment(tmp_path: Path) -> None:
     mine = write(tmp_path / "mine", kubeconfig(server="https://mine:1"))
     env = write(tmp_path / "env", kubeconfig(server="https://env:1"))
-    got = creds.load(str(mine), environ={"KUBECONFIG": str(env), "KUBERNETES_SERVICE_HOST": "x"})
+    got = load(str(mine), environ={"KUBECONFIG": str(env), "KUBERNETES_SERVICE_HOST": "x"})
     assert got.server == "https://mine:1"
 
 
 def test_home_kubeconfig(tmp_path: Path) -> None:
     write(tmp_path / ".kube" / "config", kubeconfig(server="https://home:1"))
-    assert creds.load(None, environ={"HOME": str(tmp_path)}).server == "https://home:1"
+    assert load(None, environ={"HOME": str(tmp_path)}).server == "https://home:1"
 
 
 @pytest.mark.parametrize(
@@ -222,7 +223,7 @@ def test_errors_name_file_and_what_is_missing(
 ) -> None:
     path = write(tmp_path / "config", document)
     with pytest.raises(CredentialsError, match=message) as err:
-        creds.load(str(path), environ={})
+        load(str(path), environ={})
     assert str(path) in str(err.value)
 
 
@@ -230,23 +231,23 @@ def test_unknown_user_and_cluster(tmp_path: Path) -> None:
     document = kubeconfig()
     document["users"] = []
     with pytest.raises(CredentialsError, match=r"user 'u' of context 'ctx' not found"):
-        creds.load(str(write(tmp_path / "u", document)), environ={})
+        load(str(write(tmp_path / "u", document)), environ={})
     document = kubeconfig()
     document["clusters"] = []
     with pytest.raises(CredentialsError, match=r"cluster 'c' of context 'ctx' not found"):
-        creds.load(str(write(tmp_path / "c", document)), environ={})
+        load(str(write(tmp_path / "c", document)), environ={})
 
 
 def test_no_kubeconfig_at_all(tmp_path: Path) -> None:
     with pytest.raises(CredentialsError, match="no such file"):
-        creds.load(str(tmp_path / "nope"), environ={})
+        load(str(tmp_path / "nope"), environ={})
     with pytest.raises(CredentialsError, match="none of these files exists"):
-        creds.load(None, environ={"KUBECONFIG": str(tmp_path / "nope")})
+        load(None, environ={"KUBECONFIG": str(tmp_path / "nope")})
     with pytest.raises(CredentialsError, match="no credentials"):
-        creds.load(None, environ={"HOME": str(tmp_path)})
+        load(None, environ={"HOME": str(tmp_path)})
     (tmp_path / "list").write_text("- a\n")
     with pytest.raises(CredentialsError, match="not a kubeconfig"):
-        creds.load(str(tmp_path / "list"), environ={})
+        load(str(tmp_path / "list"), environ={})
 
 
 def service_account(tmp_path: Path, token: str = "sa-token") -> Path:
@@ -261,7 +262,7 @@ def service_account(tmp_path: Path, token: str = "sa-token") -> Path:
 def test_in_cluster(tmp_path: Path) -> None:
     sa = service_account(tmp_path)
     environ = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    got = creds.load(None, environ=environ, service_account_dir=sa)
+    got = load(None, environ=environ, service_account_dir=sa)
     assert got.server == "https://10.0.0.1:443"
     assert got.ca_file == str(sa / "ca.crt")
     assert got.namespace == "operators"
@@ -274,12 +275,12 @@ def test_in_cluster(tmp_path: Path) -> None:
 def test_in_cluster_ipv6_and_errors(tmp_path: Path) -> None:
     sa = service_account(tmp_path)
     environ = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "6443"}
-    assert creds.in_cluster(environ, sa).server == "https://[fd00::1]:6443"
+    assert in_cluster(environ, sa).server == "https://[fd00::1]:6443"
     with pytest.raises(CredentialsError, match="KUBERNETES_SERVICE_PORT must be set"):
-        creds.in_cluster({"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, sa)
+        in_cluster({"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, sa)
     (sa / "token").unlink()
     with pytest.raises(CredentialsError, match="no service-account token"):
-        creds.in_cluster(environ, sa)
+        in_cluster(environ, sa)
 
 
 def test_exec_user_falls_back_to_the_kubernetes_package(tmp_path: Path) -> None:
@@ -296,7 +297,7 @@ def test_exec_user_falls_back_to_the_kubernetes_package(tmp_path: Path) -> None:
         }
     }
     path = write(tmp_path / "config", kubeconfig(user=user, namespace="ns"))
-    got = creds.load(str(path), environ={})
+    got = load(str(path), environ={})
     assert got.plugin == "exec"
     assert got.fallback is not None
     assert got.server == "https://k8s.example:6443"
@@ -312,11 +313,11 @@ def test_parse_is_pure_with_a_data_writer(tmp_path: Path) -> None:
         return f"/virtual/{name}"
 
     document = kubeconfig(cluster={"certificate-authority-data": b64(b"CA")})
-    got = creds.parse_kubeconfig([(tmp_path / "k", document)], write_data=writer)
+    got = parse_kubeconfig([(tmp_path / "k", document)], write_data=writer)
     assert got.ca_file == "/virtual/c-certificate-authority"
     assert written == {"c-certificate-authority": b"CA"}
     plain = kubeconfig(server="http://localhost:8080", cluster={"certificate-authority": "x"})
-    assert creds.parse_kubeconfig([(tmp_path / "k", plain)]).ca_file is None
+    assert parse_kubeconfig([(tmp_path / "k", plain)]).ca_file is None
 
 
 # --- the client sends them ------------------------------------------------------------------

@@ -93,14 +93,14 @@ def test_the_operator_process_does_not_import_kubernetes(tmp_path: Path) -> None
         from pathlib import Path
         for name in {modules()!r}:
             importlib.import_module(name)
-        from runner.kube import credentials
+        from runner.kube import clientconfig
         from runner.kube import client as kube
         from runner.app.manager import run as manager
         from runner.app.source import login
         from runner.app.source.kopf_import import kopf
 
         async def main():
-            creds = credentials.load({str(tmp_path / "config")!r})
+            creds = clientconfig.load({str(tmp_path / "config")!r})
             client = kube.KubeClient(creds)
             upstream = kube.AsyncUpstream(creds)
             registry = kopf.OperatorRegistry()

@@ -19,7 +19,8 @@ import pytest
 from runner.app.source.kopf_import import kopf
 from runner.app.source.login import connection_info
 from runner.kube.client import AsyncUpstream, KubeClient, get_lease
-from runner.kube.credentials import Credentials, ServerNamedContext
+from runner.kube.credentials import Credentials
+from runner.kube.tlsname import ServerNamedContext
 
 NAME = "api.example"
 

@@ -30,6 +30,7 @@ from runner.app.manager.run import OperatorConfig, make_executor, read_watches
 from runner.app.manager.watchsettings import watch_options
 from runner.dependents.proxy import Proxy
 from runner.kube import client as kube
+from runner.kube import clientconfig
 from runner.kube import credentials as creds
 from runner.kube.client import ApiError, KubeClient
 from runner.kube.resources import ObjectRef, Resource, find_resource
@@ -132,7 +133,7 @@ async def reconcile_once(
     diff: bool,
 ) -> int:
     try:
-        credentials = creds.load(config.kubeconfig)
+        credentials = clientconfig.load(config.kubeconfig)
     except creds.CredentialsError as err:
         raise UsageError(str(err)) from None
     client = KubeClient(credentials)

@@ -35,6 +35,7 @@ from runner.dependents.proxy import Proxy
 from runner.dependents.routing import Routes
 from runner.dependents.watcher import DependentWatches
 from runner.kube import client as kube
+from runner.kube import clientconfig
 from runner.kube import credentials as creds
 from runner.kube.client import KubeClient
 from runner.kube.resources import ObjectRef, Resource
@@ -142,7 +143,7 @@ _KOPF_DIR = os.path.dirname(kopf.__file__) + os.sep
 
 async def _serve(config: OperatorConfig, watches: list[Watch]) -> int:
     try:
-        credentials = creds.load(config.kubeconfig)
+        credentials = clientconfig.load(config.kubeconfig)
     except creds.CredentialsError as err:
         log.error("%s", err)
         return 1
