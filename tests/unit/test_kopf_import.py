@@ -66,7 +66,7 @@ def test_the_runner_package_stays_lean() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["runner.app.manager.run", "runner.app.manager.production", "runner.app.source.kopf_import"],
+    ["runner.app.manager.run", "runner.app.source.watching", "runner.app.source.kopf_import"],
 )
 def test_kopf_users_imported_first_do_not_import_kubernetes(module: str) -> None:
     out = run(f"import {module}, sys; print('kubernetes' in sys.modules, 'kopf' in sys.modules)")
@@ -74,7 +74,7 @@ def test_kopf_users_imported_first_do_not_import_kubernetes(module: str) -> None
 
 
 def test_the_operator_process_does_not_import_kubernetes(tmp_path: Path) -> None:
-    """Everything `_serve` builds before kopf runs, with a token kubeconfig."""
+    """Everything the manager builds before kopf runs, with a token kubeconfig."""
     (tmp_path / "config").write_text(
         textwrap.dedent(
             """
@@ -95,18 +95,18 @@ def test_the_operator_process_does_not_import_kubernetes(tmp_path: Path) -> None
             importlib.import_module(name)
         from runner.kube import clientconfig
         from runner.kube import client as kube
-        from runner.app.manager import run as manager
-        from runner.app.source import login
+        from runner.app.manager import run  # all that the manager builds
+        from runner.app.source import login, watching
         from runner.app.source.kopf_import import kopf
 
         async def main():
             creds = clientconfig.load({str(tmp_path / "config")!r})
             client = kube.KubeClient(creds)
             upstream = kube.AsyncUpstream(creds)
-            registry = kopf.OperatorRegistry()
+            registry = watching.registry([], creds, [])
             info = login.connection_info(creds)
             assert info.token == "abc" and info.default_namespace == "ns", info
-            manager._settings(manager.OperatorConfig(watches_file=Path("watches.yaml")))
+            watching.settings(30.0)
             _ = upstream.session
             await upstream.close()
             await client.close()

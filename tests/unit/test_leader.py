@@ -1,5 +1,6 @@
-"""Leader election: the elector (runner/app/leader.py) and the manager's side of it (Production),
-against the fake API on the fake clock."""
+"""Leader election: the elector (runner/app/leases/leader.py) and the manager's side of it
+(runner/app/manager/leadership.py, with the endpoints and the shutdown), against the fake API on
+the fake clock."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import itertools
 import random
 from collections.abc import Callable, Coroutine
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import fake_api
 import pytest
@@ -25,7 +26,12 @@ from runner.app.leases.lease import (
     LeaseRecord,
     lease_body,
 )
-from runner.app.manager.production import Production, ProductionConfig
+from runner.app.manager.leadership import Leadership, election_config
+from runner.app.manager.shutdown import Shutdown
+from runner.app.serving.endpoints import Addresses, Serving
+from runner.app.serving.health import Health
+from runner.app.serving.metrics import PrometheusMetrics
+from runner.app.serving.metricsserver import MetricsSecurity
 from runner.kube import client as kube
 
 # --- the elector against the fake API, on the fake clock ---------------------------------------
@@ -306,64 +312,69 @@ def test_a_renewal_that_hangs_past_the_deadline_is_given_up_in_time_to_try_again
     run_leases(go)
 
 
-# --- the manager's side: Production ---------------------------------------------------------
+# --- the manager's side: Leadership, with the endpoints and the shutdown --------------------
 
 
-def production_config(**overrides: Any) -> ProductionConfig:
-    settings: dict[str, Any] = {
-        "metrics_bind_address": "127.0.0.1:0",
-        "health_probe_bind_address": "127.0.0.1:0",
-        "role_metrics_bind_address": "127.0.0.1:0",  # not 5050: an operator may run here
-        "leader_elect": True,
-        "leader_election_id": "op",
-        "leader_election_namespace": "ops",
-        **overrides,
-    }
-    return ProductionConfig(**settings)
+class Side:
+    """What the manager builds around the elector (runner/app/manager/run.py): the endpoints
+    and what they report (serving), the shutdown, the leadership."""
+
+    def __init__(self, leadership: Leadership, serving: Serving, shutdown: Shutdown) -> None:
+        self.leadership, self.serving, self.shutdown = leadership, serving, shutdown
+        self.health = serving.health
+
+    async def close(self) -> None:
+        self.shutdown.stopping()
+        await self.shutdown.stopped()
+        await self.leadership.close()
+        await self.serving.close()
 
 
 async def start(
-    api: FakeApi, cancel_runs: Callable[[], None] = lambda: None, **config: Any
-) -> Production:
+    api: FakeApi, cancel_runs: Callable[[], None] = lambda: None, leader_elect: bool = True
+) -> Side:
     assert api.clock is not None
-    return await Production.start(
-        production_config(**config),
-        api.client(),
-        [],
-        cancel_runs,
-        clock=api.clock,
-        now=api.clock.wall,
-    )
+    health = Health(stale_after=LEASE_DURATION, clock=api.clock)
+    addresses = Addresses.parse("127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0")  # not 5050
+    serving = await Serving.start(addresses, MetricsSecurity(), api.client(), health)
+    shutdown = Shutdown(health, cancel_runs)
+    elect = None
+    if leader_elect:
+        config = ElectionConfig(namespace="ops", name="op", identity="me")
+        elect = LeaderElector(
+            api.client(), config, on_standby=health.standby, now=api.clock.wall, clock=api.clock
+        )
+    return Side(Leadership(elect, shutdown, health, serving.set_leader), serving, shutdown)
 
 
-def test_production_without_leader_election_leads_at_once() -> None:
+def test_without_leader_election_it_leads_at_once() -> None:
     async def go(api: FakeApi) -> None:
-        production = await start(api, leader_elect=False)
-        assert await production.lead()
-        assert production.health.readiness() == (False, "starting the watches")
-        production.ready_flag.set()
-        assert production.health.readiness() == (True, "ok")
-        production.stopping()
-        assert not production.health.readiness()[0]
-        await production.close()
-        assert production.exit_code == 0
+        side = await start(api, leader_elect=False)
+        assert await side.leadership.lead()
+        assert side.health.readiness() == (False, "starting the watches")
+        side.health.kopf_ready.set()
+        assert side.health.readiness() == (True, "ok")
+        side.shutdown.stopping()
+        assert not side.health.readiness()[0]
+        await side.close()
+        assert side.shutdown.exit_code == 0
         assert api.exchanges == [], "no Lease"
 
     run_leases(go)
 
 
-def test_production_stopped_while_standing_by_never_leads() -> None:
+def test_stopped_while_standing_by_it_never_leads() -> None:
     async def go(api: FakeApi) -> None:
         await elector(api, "other").acquire()
-        production = await start(api)
-        leading = asyncio.create_task(production.lead())
+        side = await start(api)
+        leading = asyncio.create_task(side.leadership.lead())
         await asyncio.sleep(5)
         assert not leading.done()
-        ready, detail = production.health.readiness()
+        ready, detail = side.health.readiness()
         assert ready and "held by other" in detail, "a standby is ready"
-        production.stop_flag.set()  # what SIGTERM does
+        side.shutdown.stop_flag.set()  # what SIGTERM does
         assert await asyncio.wait_for(leading, 1) is False
-        await production.close()
+        await side.close()
         assert current(api).holder == "other"
 
     run_leases(go)
@@ -372,73 +383,75 @@ def test_production_stopped_while_standing_by_never_leads() -> None:
 def test_a_standby_that_cannot_read_the_lease_for_its_duration_is_not_ready() -> None:
     async def go(api: FakeApi) -> None:
         held_by(api, "other", lease_duration=3600)
-        production = await start(api)
-        leading = asyncio.create_task(production.lead())
+        side = await start(api)
+        leading = asyncio.create_task(side.leadership.lead())
         await asyncio.sleep(5)
-        assert production.health.readiness() == (True, "standby: Lease ops/op is held by other")
+        assert side.health.readiness() == (True, "standby: Lease ops/op is held by other")
         down = api.fail(error=REFUSED)
         await asyncio.sleep(LEASE_DURATION - LOOK)
-        assert production.health.readiness()[0], "not stale before the lease duration"
+        assert side.health.readiness()[0], "not stale before the lease duration"
         await asyncio.sleep(LOOK + 1)
-        ready, detail = production.health.readiness()
+        ready, detail = side.health.readiness()
         assert not ready and "the Lease could not be read for" in detail, detail
         api.faults.remove(down)
         await asyncio.sleep(LOOK)
-        assert production.health.readiness()[0], "ready again once it reads the Lease"
+        assert side.health.readiness()[0], "ready again once it reads the Lease"
         assert not leading.done()
-        production.stop_flag.set()
+        side.shutdown.stop_flag.set()
         assert await asyncio.wait_for(leading, 1) is False
-        await production.close()
+        await side.close()
 
     run_leases(go)
 
 
-def test_production_that_loses_the_lease_stops_everything_and_exits_1() -> None:
+def test_a_leader_that_loses_the_lease_stops_everything_and_exits_1() -> None:
     async def go(api: FakeApi) -> None:
         assert api.clock is not None
         clock = api.clock
         cancelled: list[bool] = []
-        production = await start(api, lambda: cancelled.append(True))
+        side = await start(api, lambda: cancelled.append(True))
         exits: list[tuple[float, float]] = []
-        assert await production.lead()
+        assert await side.leadership.lead()
         acquired = clock()
-        production.hard_exit = lambda margin: exits.append((margin, clock()))
-        assert not production.stop_flag.is_set()
+        side.shutdown.hard_exit = lambda margin: exits.append((margin, clock()))
+        assert not side.shutdown.stop_flag.is_set()
         await asyncio.sleep(1)
         api.fail(error=REFUSED)
-        await asyncio.wait_for(production.stop_flag.wait(), RENEW_DEADLINE)
+        await asyncio.wait_for(side.shutdown.stop_flag.wait(), RENEW_DEADLINE)
         lost = clock()
         assert lost == acquired + RENEW_DEADLINE
-        assert production.exit_code == 1
+        assert side.shutdown.exit_code == 1
         assert cancelled == [True]
-        assert production.health.readiness() == (False, "leader election lost: exiting")
+        assert side.health.readiness() == (False, "leader election lost: exiting")
         await asyncio.sleep(LEASE_DURATION)
         # ended for sure if an orderly exit takes too long: 1 s before others may take over
         margin = LEASE_DURATION - RENEW_DEADLINE - 1
         assert exits == [(margin, lost + margin)]
-        await production.close()
+        await side.close()
 
     run_leases(go)
 
 
-def test_production_releases_the_lease_on_close() -> None:
+def test_the_lease_is_released_on_close_and_the_gauge_follows() -> None:
     async def go(api: FakeApi) -> None:
-        production = await start(api)
-        assert await production.lead()
-        assert production.elector is not None
-        assert current(api).holder == production.elector.config.identity
-        await production.close()
+        side = await start(api)
+        registry = cast(PrometheusMetrics, side.serving.metrics).registry
+
+        def gauge() -> float | None:
+            return registry.get_sample_value("leader_election_master_status", {"name": "op"})
+
+        assert await side.leadership.lead()
+        assert current(api).holder == "me"
+        assert gauge() == 1
+        await side.close()
         assert current(api).holder is None
+        assert gauge() == 0
 
     run_leases(go)
 
 
-def test_production_flag_errors_are_one_message() -> None:
-    async def go(api: FakeApi) -> None:
-        with pytest.raises(SystemExit, match="--metrics-bind-address: bind address '8080'"):
-            await start(api, metrics_bind_address="8080")
-        with pytest.raises(SystemExit, match="--leader-election-namespace is required"):
-            config = production_config(leader_election_namespace=None)
-            await Production.start(config, api.client(), [], print, environ={})
-
-    run_leases(go)
+def test_flag_errors_are_one_message() -> None:
+    with pytest.raises(SystemExit, match="--metrics-bind-address: bind address '8080'"):
+        Addresses.parse("8080", "0", "0")
+    with pytest.raises(SystemExit, match="--leader-election-namespace is required"):
+        election_config("op", None, (15.0, 10.0, 2.0), ["x.example.com"], {})

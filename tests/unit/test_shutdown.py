@@ -1,5 +1,5 @@
 """SIGTERM: the workers stop taking keys at once, running reconciles get the grace period,
-and the process is gone soon after it (runner/app/production.py, on fakes)."""
+and the process is gone soon after it (runner/app/manager/shutdown.py, on fakes)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any, cast
 
 import pytest
 
-from runner.app.manager import production as production_module
-from runner.app.manager.production import Production, ProductionConfig
+from runner.app.manager import shutdown as shutdown_module
+from runner.app.manager.shutdown import Shutdown
+from runner.app.serving.health import Health
 from runner.control.controller import Controller
-from runner.kube.client import KubeClient
 from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile.interface import Outcome
 from runner.reconcile.reconciler import Reconciler
@@ -38,17 +38,10 @@ class SlowReconciler:
         return Outcome()
 
 
-async def _production(grace: float, cancelled: list[bool]) -> Production:
-    config = ProductionConfig(
-        metrics_bind_address="0", health_probe_bind_address="0", role_metrics_bind_address="0"
-    )
-    return await Production.start(
-        config,
-        cast(KubeClient, object()),
-        [],
-        lambda: cancelled.append(True),
-        graceful_timeout=grace,
-    )
+def _shutdown(grace: float, cancelled: list[bool]) -> Shutdown:
+    shutdown = Shutdown(Health(), lambda: cancelled.append(True), graceful_timeout=grace)
+    shutdown.health.leading()
+    return shutdown
 
 
 async def _until(probe: Any, timeout: float = 5.0) -> None:
@@ -60,27 +53,27 @@ async def _until(probe: Any, timeout: float = 5.0) -> None:
 def test_no_run_starts_after_the_signal_and_running_ones_finish() -> None:
     async def go() -> None:
         cancelled: list[bool] = []
-        production = await _production(5.0, cancelled)
+        shutdown = _shutdown(5.0, cancelled)
         overdue: list[tuple[float, int]] = []
-        production.overdue_exit = lambda after, code: overdue.append((after, code))
+        shutdown.overdue_exit = lambda after, code: overdue.append((after, code))
         reconciler = SlowReconciler(0.3)
         controller = Controller(cast(Reconciler, reconciler), 2)
-        production.track(controller)
+        shutdown.track(controller)
         controller.start()
         for i in range(10):
             controller.enqueue(ObjectRef(RESOURCE, "ns", f"cr-{i}"))
         await _until(lambda: len(reconciler.started) == 2)
 
-        production._on_signal(signal.SIGTERM)
-        assert production.stop_flag.is_set(), "kopf is told to stop too"
-        assert not production.health.readiness()[0]
-        assert await asyncio.wait_for(production.drained(), 2) is True
+        shutdown._on_signal(signal.SIGTERM)
+        assert shutdown.stop_flag.is_set(), "kopf is told to stop too"
+        assert not shutdown.health.readiness()[0]
+        assert await asyncio.wait_for(shutdown.drained(), 2) is True
         assert reconciler.started == ["cr-0", "cr-1"], "no run started after the signal"
         assert reconciler.finished == ["cr-0", "cr-1"], "the running ones finished"
         assert cancelled == [] and overdue == []
-        production._on_signal(signal.SIGTERM)  # a second signal changes nothing
-        assert await production.drained() is True
-        await production.close()
+        shutdown._on_signal(signal.SIGTERM)  # a second signal changes nothing
+        assert await shutdown.drained() is True
+        await shutdown.stopped()
 
     asyncio.run(go())
 
@@ -88,29 +81,29 @@ def test_no_run_starts_after_the_signal_and_running_ones_finish() -> None:
 def test_runs_longer_than_the_grace_period_are_cancelled_and_the_exit_is_bounded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(production_module, "OVERDUE_AFTER_GRACE", 0.2)
+    monkeypatch.setattr(shutdown_module, "OVERDUE_AFTER_GRACE", 0.2)
 
     async def go() -> None:
         cancelled: list[bool] = []
-        production = await _production(0.3, cancelled)
+        shutdown = _shutdown(0.3, cancelled)
         overdue: list[tuple[float, int]] = []
-        production.overdue_exit = lambda after, code: overdue.append((after, code))
+        shutdown.overdue_exit = lambda after, code: overdue.append((after, code))
         reconciler = SlowReconciler(60)
         controller = Controller(cast(Reconciler, reconciler), 1)
-        production.track(controller)
+        shutdown.track(controller)
         controller.start()
         controller.enqueue(ObjectRef(RESOURCE, "ns", "forever"))
         await _until(lambda: reconciler.started)
 
         loop = asyncio.get_running_loop()
         began = loop.time()
-        production._on_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(production.drained(), 2) is False
+        shutdown._on_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(shutdown.drained(), 2) is False
         assert 0.3 <= loop.time() - began < 1.0, "the grace period counts from the signal"
         assert cancelled == [True], "the runs still going were cancelled"
         # whatever still holds the process up after that, it is ended 0.2 s later
         await _until(lambda: overdue, timeout=2)
         assert overdue == [(0.5, 0)]
-        await production.close()
+        await shutdown.stopped()
 
     asyncio.run(go())

@@ -84,7 +84,8 @@ def _bind_address(text: str) -> str:
 
 
 def _add_production_flags(run: argparse.ArgumentParser) -> None:
-    """Metrics, health probes and leader election (runner/app/production.py), as operator-sdk."""
+    """Metrics, health probes, leader election and sharding (runner/app/serving, leadership.py,
+    runner/app/leases), as operator-sdk."""
     run.add_argument(
         "--metrics-bind-address",
         type=_bind_address,
@@ -341,11 +342,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from runner.app.manager.production import ProductionConfig
-    from runner.app.manager.run import (  # heavy imports only when running
-        OperatorConfig,
-        run_operator,
-    )
+    from runner.app.manager.config import OperatorConfig, ProductionConfig
+    from runner.app.manager.run import run_operator  # heavy imports only when running
     from runner.app.serving.metricsserver import MetricsSecurity
 
     production = ProductionConfig(

@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
         print("operator-runner reconcile: give KIND/NAME or -f FILE (one of them)")
         return 1
     logs.setup("text")
+    from runner.app.manager.config import OperatorConfig  # heavy imports only now
     from runner.app.manager.oneshot import run_reconcile_command
-    from runner.app.manager.run import OperatorConfig  # heavy imports only now
 
     config = OperatorConfig(
         watches_file=args.watches_file,

@@ -26,7 +26,8 @@ import yaml
 
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.interface import LogEvents
-from runner.app.manager.run import OperatorConfig, make_executor, read_watches
+from runner.app.manager.config import OperatorConfig, read_watches
+from runner.app.manager.run import make_executor
 from runner.app.manager.watchsettings import watch_options
 from runner.dependents.proxy import Proxy
 from runner.kube import client as kube

@@ -13,7 +13,7 @@ from runner.reconcile.reconciler import Options
 from runner.watches import Watch
 
 if TYPE_CHECKING:
-    from runner.app.manager.run import OperatorConfig
+    from runner.app.manager.config import OperatorConfig
 
 log = logging.getLogger("runner.manager")
 
