@@ -1,5 +1,5 @@
 """API outages in the log: connection errors become one warning and one "back" line
-(runner/kube/reachability.py, runner/app/outage.py)."""
+(runner/kube/reachability.py, runner/app/source/outage.py, runner/kube/probe.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ import pytest
 import urllib3.exceptions
 from fake_api import FakeClock
 
-from runner.app.source.outage import OutageFilter, Prober
+from runner.app.source.outage import OutageFilter
 from runner.kube.client import ApiError, ApiUnreachable, KubeClient, Request
 from runner.kube.credentials import Credentials
+from runner.kube.probe import Prober
 from runner.kube.reachability import Reachability, is_connection_error
 
 

@@ -47,6 +47,7 @@ from runner.kube import client as kube
 from runner.kube import clientconfig
 from runner.kube.client import KubeClient
 from runner.kube.credentials import Credentials, CredentialsError
+from runner.kube.probe import Prober
 from runner.reconcile.reconciler import Reconciler
 from runner.reconcile.recorder import EventRecorder
 from runner.watches import Watch
@@ -71,7 +72,7 @@ class Manager:
 
     credentials: Credentials
     client: KubeClient
-    prober: outage.Prober
+    prober: Prober
     executor: Executor
     serving: Serving
     shutdown: Shutdown
@@ -93,7 +94,7 @@ class Manager:
         """Run the operator until it is stopped; its exit code."""
         if not await self._connect():
             return 1
-        self.prober = outage.Prober(self.client)
+        self.prober = Prober(self.client)
         self.prober.start()
         await self._start_serving()
         if not await self.leadership.lead():  # stopped while standing by: nothing of ours ran
