@@ -30,7 +30,8 @@ from runner.app.manager.config import OperatorConfig, read_watches
 from runner.app.manager.leadership import Leadership, election_config
 from runner.app.manager.shutdown import Shutdown
 from runner.app.manager.watchsettings import watch_options, watch_workers
-from runner.app.process.cpus import memory_limit_bytes, run_slots
+from runner.app.process.capacity import run_slots
+from runner.app.process.limits import memory_limit_bytes
 from runner.app.serving.endpoints import Addresses, Serving
 from runner.app.serving.health import Health
 from runner.app.source import outage, watching

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from runner.ansible.interface import skip_facts
-from runner.app.process.cpus import default_concurrency, memory_limit_bytes, usable_cpus
+from runner.app.process.capacity import default_concurrency
+from runner.app.process.limits import memory_limit_bytes, usable_cpus
 from runner.reconcile.reconciler import Options
 from runner.watches import Watch
 

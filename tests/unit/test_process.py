@@ -1,4 +1,4 @@
-"""Tests of runner.app.process.cpus against fake cgroup v1 and v2 trees."""
+"""Tests of runner.app.process (limits.py, capacity.py) against fake cgroup v1 and v2 trees."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.app.process.cpus import cgroup_cpu_limit, memory_limit_bytes, usable_cpus
+from runner.app.process.limits import cgroup_cpu_limit, memory_limit_bytes, usable_cpus
 
 V1_UNLIMITED = 9223372036854771712
 
@@ -274,7 +274,7 @@ def test_real_host_gives_a_sane_answer() -> None:
 def test_default_concurrency_respects_the_memory_limit(
     cpus: int, limit_mb: int | None, expected: int
 ) -> None:
-    from runner.app.process.cpus import default_concurrency
+    from runner.app.process.capacity import default_concurrency
 
     limit = None if limit_mb is None else limit_mb * 1024 * 1024
     assert default_concurrency(cpus, limit) == expected
@@ -284,7 +284,7 @@ def test_default_concurrency_respects_the_memory_limit(
     ("limit_mb", "expected"), [(None, None), (512, 2), (1024, 6), (256, 1), (100, 1)]
 )
 def test_run_slots_for_the_whole_operator(limit_mb: int | None, expected: int | None) -> None:
-    from runner.app.process.cpus import run_slots
+    from runner.app.process.capacity import run_slots
 
     limit = None if limit_mb is None else limit_mb * 1024 * 1024
     assert run_slots(limit) == expected
