@@ -1,10 +1,13 @@
-"""A fake API server for the unit tests of our clients: a thread on 127.0.0.1 that answers every
-GET with a Lease, over plain HTTP or TLS, and records each request's headers (its certificates
-from tests/pki.py). Shared by the unit tests (not a test module)."""
+"""What goes over the wire, for the unit tests of our clients: a thread on 127.0.0.1 that answers
+every GET with a Lease, over plain HTTP or TLS, and records each request's headers (its
+certificates from tests/pki.py); and one collection that is listed and watched over HTTP
+(`WatchServer`). Shared by the unit tests (not a test module)."""
 
 from __future__ import annotations
 
+import asyncio
 import http.server
+import json
 import ssl
 import threading
 from collections.abc import Iterator
@@ -57,3 +60,97 @@ def serving_certificate_for(name: str, folder: Path) -> Iterator[tuple[str, Path
     context.load_cert_chain(cert, key)
     with serving(context) as url:
         yield url, ca
+
+
+class WatchServer:
+    """One collection over HTTP, for the tests of list and watch (runner/kube/listwatch.py), on
+    the running event loop: a GET lists `items` (at `resource_version`); a GET with `watch=1`
+    plays the next of `scripts`, then stays open until `stop`.
+
+    A script is a list of steps: ("event", TYPE, object) sends a watch event (BOOKMARK too),
+    ("error", code) an ERROR event with a Status of that code, ("status", code) answers that
+    status instead of a stream, ("end",) ends the stream as the server's timeout does, ("cut",)
+    drops the connection mid-stream. `requests` holds each request's query parameters."""
+
+    def __init__(self) -> None:
+        from aiohttp import web
+
+        self.items: list[dict[str, Any]] = []
+        self.resource_version = "1"
+        self.list_status = 200
+        self.scripts: list[list[tuple[Any, ...]]] = []
+        self.requests: list[dict[str, str]] = []
+        self.url = ""
+        self._stop = asyncio.Event()
+        app = web.Application()
+        app.router.add_get("/{path:.*}", self._handle)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
+
+    async def start(self) -> str:
+        from aiohttp import web
+
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = self._runner.addresses[0][:2]
+        self.url = f"http://{host}:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        self._stop.set()
+        await self._runner.cleanup()
+
+    def watches(self) -> list[dict[str, str]]:
+        return [r for r in self.requests if r.get("watch")]
+
+    def lists(self) -> list[dict[str, str]]:
+        return [r for r in self.requests if not r.get("watch")]
+
+    async def _handle(self, request: Any) -> Any:
+        from aiohttp import web
+
+        self.requests.append(dict(request.query))
+        if not request.query.get("watch"):
+            if self.list_status != 200:
+                return web.json_response(
+                    {"kind": "Status", "code": self.list_status}, status=self.list_status
+                )
+            return web.json_response(
+                {
+                    "kind": "List",
+                    "metadata": {"resourceVersion": self.resource_version},
+                    "items": self.items,
+                }
+            )
+        script = self.scripts.pop(0) if self.scripts else []
+        if script and script[0][0] == "status":
+            code = script[0][1]
+            return web.json_response(
+                {"kind": "Status", "code": code, "reason": "Expired", "message": "too old"},
+                status=code,
+            )
+        response = web.StreamResponse()
+        await response.prepare(request)
+        for step in script:
+            if step[0] == "event":
+                line = {"type": step[1], "object": step[2]}
+            elif step[0] == "error":
+                line = {
+                    "type": "ERROR",
+                    "object": {
+                        "kind": "Status",
+                        "code": step[1],
+                        "reason": "Expired",
+                        "message": "too old resource version",
+                    },
+                }
+            elif step[0] == "end":
+                await response.write_eof()
+                return response
+            else:  # "cut"
+                assert request.transport is not None
+                request.transport.close()
+                return response
+            await response.write(json.dumps(line).encode() + b"\n")
+        await self._stop.wait()
+        return response
