@@ -6,8 +6,10 @@ or a deletion of such an object enqueues each primary CR it points at: through a
 ownerReference, or, when `watchClusterScopedResources` is on, through operator-sdk's
 primary-resource annotations (objects in other namespaces, cluster-scoped objects).
 
-The watch itself is a plain list+watch stream with bookmarks; a 410 Gone relists and compares.
-Only a fingerprint per object (a hash of everything but status and bookkeeping) is cached.
+The list and watch of each kind are runner/kube/listwatch.py's (bookmarks, a watch that goes on
+from the last resourceVersion, a relist after 410 Gone, backoff); here, what a listing or an
+event means: a relist is compared with what was seen, and only a fingerprint per object (a hash
+of everything but status and bookkeeping) is kept.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.dependents.ownership import Primary, RequestInfo, owners_of
-from runner.kube.client import ApiError, AsyncUpstream
+from runner.kube.client import AsyncUpstream
+from runner.kube.listwatch import Event, Listed, ListWatch
 from runner.kube.paths import resource_path
 from runner.util.logs import cr_fields
 
@@ -111,71 +114,43 @@ class DependentWatches:
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
 
     async def _watch(self, kind: Kind) -> None:
-        seen: dict[tuple[str, str], str] = {}
-        delay = 1.0
-        while True:
+        seen: dict[tuple[str, str], str] = {}  # (namespace, name) -> fingerprint
+        changes = ListWatch(self.upstream, kind.path(), name=f"dependent watch {kind.path()}")
+        async for change in changes.changes():
             try:
-                version = await self._relist(kind, seen)
-                delay = 1.0
-                await self._stream(kind, seen, version)
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:  # network trouble, 410 Gone, ...: relist after a pause
-                log.info("dependent watch %s restarts: %s", kind.path(), err)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 30.0)
+                if isinstance(change, Listed):
+                    self._listed(change.items, seen)
+                else:
+                    self._event(change, seen)
+            except Exception:  # a bug: say so, and go on with the next change
+                log.exception("dependent watch %s: a change could not be handled", kind.path())
 
-    async def _relist(self, kind: Kind, seen: dict[tuple[str, str], str]) -> str:
-        async with self.upstream.session.get(
-            self.upstream.url(kind.path()), headers=self.upstream.auth_headers()
-        ) as response:
-            body = await response.read()
-            if response.status != 200:
-                raise ApiError(response.status, response.reason or "", body.decode())
-            listing = json.loads(body)
-        fresh = {_key(o): fingerprint(o) for o in listing.get("items") or []}
+    def _listed(self, items: list[dict[str, Any]], seen: dict[tuple[str, str], str]) -> None:
+        fresh = {_key(o): fingerprint(o) for o in items}
         if seen:  # a relist after a broken stream: what changed meanwhile counts
             for key in set(seen) | set(fresh):
                 if seen.get(key) != fresh.get(key):
-                    match = next((o for o in listing.get("items") or [] if _key(o) == key), None)
+                    match = next((o for o in items if _key(o) == key), None)
                     if match is not None:
                         self._changed(match)
         seen.clear()
         seen.update(fresh)
-        return str((listing.get("metadata") or {}).get("resourceVersion") or "")
 
-    async def _stream(self, kind: Kind, seen: dict[tuple[str, str], str], version: str) -> None:
-        url = self.upstream.url(
-            f"{kind.path()}?watch=1&allowWatchBookmarks=true&resourceVersion={version}"
-            "&timeoutSeconds=300"
-        )
-        async with self.upstream.session.get(url, headers=self.upstream.auth_headers()) as resp:
-            if resp.status != 200:
-                raise ApiError(resp.status, resp.reason or "", (await resp.read()).decode())
-            async for line in resp.content:
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                kind_of_event, obj = event.get("type"), event.get("object") or {}
-                if kind_of_event == "ERROR":
-                    raise ApiError(
-                        int(obj.get("code") or 500), str(obj.get("reason")), json.dumps(obj)
-                    )
-                if kind_of_event == "BOOKMARK":
-                    continue
-                key = _key(obj)
-                if kind_of_event == "DELETED":
-                    seen.pop(key, None)
-                    self._changed(obj)
-                    continue
-                new = fingerprint(obj)
-                if seen.get(key) != new:
-                    previous = seen.get(key)
-                    seen[key] = new
-                    if self._is_own(obj):
-                        continue
-                    if previous is not None or kind_of_event == "MODIFIED":
-                        self._changed(obj)
+    def _event(self, event: Event, seen: dict[tuple[str, str], str]) -> None:
+        obj = event.object
+        key = _key(obj)
+        if event.type == "DELETED":
+            seen.pop(key, None)
+            self._changed(obj)
+            return
+        new = fingerprint(obj)
+        if seen.get(key) != new:
+            previous = seen.get(key)
+            seen[key] = new
+            if self._is_own(obj):
+                return
+            if previous is not None or event.type == "MODIFIED":
+                self._changed(obj)
 
     def _changed(self, obj: Mapping[str, Any]) -> None:
         namespace, name = _key(obj)
