@@ -1,5 +1,5 @@
 """What the controllers record, as an interface: the Prometheus implementation is in the app
-(runner/app/metrics.py); the controllers, and unit tests, see only this."""
+(runner/app/serving/metrics.py); the controllers, and unit tests, see only this."""
 
 from __future__ import annotations
 

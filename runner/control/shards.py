@@ -1,7 +1,7 @@
 """Sharding: replicas of one operator divide its CRs among themselves.
 
 Which replica owns a CR is decided by rendezvous (highest random weight) hashing of the CR's
-namespace/name over the live replicas (app/sharding.py keeps that list from their Leases).
+namespace/name over the live replicas (app/leases/sharding.py keeps that list from their Leases).
 Every replica computes the same answer from the same list, so no replica has to be the
 sharder; when a replica joins or leaves, only the CRs it gains or loses move.
 
@@ -13,10 +13,11 @@ and that label is what makes handover safe: a replica runs a CR only while the l
   takes it out of its queue and writes the new owner's name;
 - **claim**: the assigned replica writes its own name when the label is empty or names a
   replica that is not live (its Lease expired: a replica that cannot renew its Lease in time
-  stops every run and exits before it expires, app/sharding.py). "Not live" is judged on a list
-  of the Leases read *after* the label was seen: a replica that just joined (and was handed the
-  CR by a replica that already knows it) has written its Lease before it could hold anything,
-  so that list shows it, and it is not taken for dead by a replica that has not seen it yet.
+  stops every run and exits before it expires, app/leases/sharding.py). "Not live" is judged on
+  a list of the Leases read *after* the label was seen: a replica that just joined (and was
+  handed the CR by a replica that already knows it) has written its Lease before it could hold
+  anything, so that list shows it, and it is not taken for dead by a replica that has not seen
+  it yet.
 
 Both writes are a compare-and-swap of the label: they succeed only if the label still names
 the holder they were decided on (read, then written with that read's resourceVersion), so of two

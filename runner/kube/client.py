@@ -2,8 +2,9 @@
 
 As in lightkube, building a request (`Request`, pure, unit-tested) is separate from sending it
 (`KubeClient`, the only code in the runner besides kopf that talks to the API server). The
-credentials come from runner/kube/credentials.py (in-cluster service account or kubeconfig, read
-without the `kubernetes` package, which is imported only for exec plugins and auth-providers);
+credentials come from runner/kube/clientconfig.py (in-cluster service account or kubeconfig,
+read without the `kubernetes` package, which is imported only for exec plugins and
+auth-providers);
 requests go through a `Transport`: in the operator an aiohttp session on the event loop (kopf's
 HTTP stack: no second one, no thread per call), in tests a fake.
 """
@@ -175,7 +176,8 @@ def patch_event(namespace: str, name: str, patch: JSON) -> Request:
     )
 
 
-# Reviews, for the metrics endpoint's authentication and authorization (runner/app/metricsauth.py).
+# Reviews, for the metrics endpoint's authentication and authorization
+# (runner/app/serving/metricsauth.py).
 
 
 def create_token_review(token: str) -> Request:
@@ -196,8 +198,8 @@ def create_subject_access_review(spec: JSON) -> Request:
     )
 
 
-# Leases (coordination.k8s.io/v1), for leader election (runner/app/leader.py) and the shards'
-# membership (runner/app/sharding.py).
+# Leases (coordination.k8s.io/v1), for leader election (runner/app/leases/leader.py) and the
+# shards' membership (runner/app/leases/sharding.py).
 
 
 def lease_path(namespace: str, name: str | None = None) -> str:

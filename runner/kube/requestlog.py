@@ -1,5 +1,5 @@
 """Who wants to hear of every request the runner sends to the API server (for client-go's
-`rest_client_requests_total{code,method,host}`, runner/app/crmetrics.py).
+`rest_client_requests_total{code,method,host}`, runner/app/serving/crmetrics.py).
 
 The runner's aiohttp sessions to the API server (the client's and the upstream of the roles'
 proxy and dependent watches) carry `trace_configs()`; each answered request calls the observers

@@ -1,2 +1,2 @@
-"""Reconcile: one reconcile of one CR (reconciler.py), its status conditions, annotations,
-extra vars and Events."""
+"""Reconcile: one reconcile of one CR (reconciler.py, seen by the controllers through
+interface.py), its status conditions, annotations, extra vars and Events."""

@@ -1,7 +1,7 @@
 """The ``init`` and ``create api`` subcommands of ``operator-runner``.
 
-runner/app/cli.py registers them with :func:`add_commands` and hands them to :func:`run`; this
-module keeps everything else about them.
+runner/app/cli/commands.py registers them with :func:`add_commands` and hands them to
+:func:`run`; this module keeps everything else about them.
 """
 
 from __future__ import annotations

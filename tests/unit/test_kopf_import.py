@@ -1,8 +1,9 @@
 """The operator process never imports the `kubernetes` package (~60 MB) for the usual credentials.
 
-kopf imports `kubernetes.client` when it is installed; runner/app/kopf_import.py imports kopf while
-refusing it. These tests check, in fresh interpreters, that no runner module the operator uses
-pulls the package in, and that every runner module gets kopf through runner/app/kopf_import.py.
+kopf imports `kubernetes.client` when it is installed; runner/app/source/kopf_import.py imports
+kopf while refusing it. These tests check, in fresh interpreters, that no runner module the
+operator uses pulls the package in, and that every runner module gets kopf through
+runner/app/source/kopf_import.py.
 """
 
 from __future__ import annotations

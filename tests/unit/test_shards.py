@@ -1,5 +1,6 @@
 """Sharding: rendezvous assignment, claims and handovers (control/shards.py), membership by
-Leases and the label's compare-and-swap (app/sharding.py), against the fake API and clock."""
+Leases and the label's compare-and-swap (app/leases/sharding.py), against the fake API and
+clock."""
 
 from __future__ import annotations
 

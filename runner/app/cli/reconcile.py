@@ -1,4 +1,4 @@
-"""The `reconcile` subcommand's arguments (the work is in runner/app/oneshot.py)."""
+"""The `reconcile` subcommand's arguments (the work is in runner/app/manager/oneshot.py)."""
 
 from __future__ import annotations
 

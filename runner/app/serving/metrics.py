@@ -2,7 +2,7 @@
 
 operator-sdk's names first (dashboards and alerts built for it work unchanged):
 
-- controller-runtime's and client-go's series (runner/app/crmetrics.py): reconciles by result,
+- controller-runtime's and client-go's series (crmetrics.py): reconciles by result,
   errors, reconcile time, workers, the work queue family, `rest_client_requests_total`;
 - `ansible_operator_build_info{commit,version}` = 1; `ansible_operator_reconcile_result`
   `{GVK,result}` (a gauge that only goes up, results `succeeded`/`failed`; both failures and

@@ -6,7 +6,7 @@ package must stay installed (Ansible's kubernetes.core modules need it), so kopf
 while a finder refuses `kubernetes`: kopf takes its documented "library not installed" path.
 Every runner module gets kopf from here (`from .kopf_import import kopf`); a unit test checks it.
 Only that import is affected: the finder is removed afterwards, and a later `import kubernetes`
-(exec plugins, runner/kube/credentials.py) works as usual.
+(exec plugins, runner/kube/clientconfig.py) works as usual.
 """
 
 from __future__ import annotations
