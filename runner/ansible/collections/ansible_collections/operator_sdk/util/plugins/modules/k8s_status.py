@@ -353,23 +353,42 @@ def call(
     if content_type:
         headers["Content-Type"] = content_type
     try:
-        response = api.call_api(
-            path,
-            method,
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=REQUEST_TIMEOUT,
-        )
+        raw = send(api, method, path, headers, body)
     except ApiException as exc:
         raise ApiError(what, exc) from exc
     except (HTTPError, OSError) as exc:
         host = api.configuration.host
         raise ModuleError(f"{what}: cannot reach the API server at {host}: {exc}") from exc
-    data: dict[str, Any] = json.loads(response.data)
+    data: dict[str, Any] = json.loads(raw)
     return data
+
+
+def send(api: Any, method: str, path: str, headers: dict[str, str], body: Any) -> bytes:
+    """One request with the `kubernetes` client of either generation; the response's body.
+
+    Up to 36, `call_api(path, method, ...)` sends it and raises ApiException on an error
+    status; from 37 (openapi-generator 7), `param_serialize` prepares it, `call_api` sends it
+    and an error status is the caller's to raise."""
+    if hasattr(api, "param_serialize"):
+        prepared = api.param_serialize(
+            method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
+        response = api.call_api(*prepared, _request_timeout=REQUEST_TIMEOUT)
+        response.read()
+        if not 200 <= response.status <= 299:
+            raise ApiException(http_resp=response)
+        return bytes(response.data)
+    response = api.call_api(
+        path,
+        method,
+        header_params=headers,
+        body=body,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+        _request_timeout=REQUEST_TIMEOUT,
+    )
+    return bytes(response.data)
 
 
 def discover(api: Any, api_version: str, kind: str) -> tuple[str, bool]:
