@@ -198,6 +198,9 @@ class Proxy:
                 headers=headers,
                 data=body or None,
                 allow_redirects=False,
+                # the role's Content-Type or none, as it sent it: aiohttp's default for bytes
+                # (application/octet-stream) is refused by the API server (415)
+                skip_auto_headers=("Content-Type",),
             )
         except (aiohttp.ClientError, OSError) as err:
             if not is_connection_error(err):
@@ -299,6 +302,10 @@ class Proxy:
 
 
 def _is_json(request: web.Request) -> bool:
+    """A JSON body: its Content-Type says so, or a create or replace says none, which the API
+    server reads as JSON (the kubernetes client 37 sends no Content-Type on create)."""
+    if "Content-Type" not in request.headers:
+        return request.method in ("POST", "PUT")
     return request.content_type in _JSON_TYPES
 
 

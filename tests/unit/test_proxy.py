@@ -83,3 +83,58 @@ def test_an_unreachable_api_server_is_a_503_status_for_the_role_not_a_traceback(
     status = json.loads(response.body)
     assert status["kind"] == "Status" and "cannot be reached" in status["message"]
     assert not state.reachable, "reported as an outage (one warning), not logged per request"
+
+
+def test_a_create_without_content_type_is_json_and_forwarded_without_one() -> None:
+    """The kubernetes client 37 sends creates without a Content-Type, which the API server
+    reads as JSON: the proxy marks the object as for any JSON create, and forwards no
+    Content-Type of its own (aiohttp's application/octet-stream is refused with 415)."""
+    import json
+
+    import aiohttp
+    from aiohttp import web
+
+    from runner.kube.client import AsyncUpstream
+    from runner.kube.credentials import Credentials
+
+    seen: list[tuple[str | None, dict[str, Any]]] = []
+
+    async def api(request: web.Request) -> web.Response:
+        body = json.loads(await request.read())
+        seen.append((request.headers.get("Content-Type"), body))
+        return web.json_response(body, status=201)
+
+    async def go() -> int:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", api)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        upstream = AsyncUpstream(Credentials(server=f"http://127.0.0.1:{port}"))
+        proxy = Proxy(upstream=upstream, inject=True)
+        await proxy.start()
+        try:
+            token = proxy.register(OWNER)
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(
+                    f"{proxy.url}/api/v1/namespaces/ns/configmaps",
+                    data=json.dumps(
+                        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+                    ).encode(),
+                    headers={"Authorization": f"Bearer {token}"},
+                    skip_auto_headers=("Content-Type",),
+                ) as response,
+            ):
+                return response.status
+        finally:
+            await proxy.stop()
+            await upstream.close()
+            await runner.cleanup()
+
+    assert asyncio.run(go()) == 201
+    content_type, body = seen[0]
+    assert content_type is None
+    assert body["metadata"]["ownerReferences"][0]["uid"] == "uid"
