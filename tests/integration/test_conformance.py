@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import socket
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,10 +54,22 @@ class Env(kit.Env):
     metrics_port = 0
 
     def metrics(self) -> str:
+        """The operator's /metrics, once it serves them (it may still be starting)."""
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            text: str = response.read().decode()
-            return text
+
+        def scrape() -> str | None:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    text: str = response.read().decode()
+                    return text
+            except ConnectionRefusedError:
+                return None
+            except urllib.error.URLError as err:
+                if isinstance(err.reason, ConnectionRefusedError):
+                    return None
+                raise
+
+        return wait_for(scrape, timeout=60, what=f"the operator's metrics at {url}")
 
 
 @pytest.fixture(scope="module", params=["warm", "plain"])
