@@ -73,8 +73,8 @@ def snapshot(operator: int) -> dict[str, float]:
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"runner.ansible.forkserver" in cmdline:
-            at = cmdline.index(b"runner.ansible.forkserver") + 1
+        if b"runner.ansible.warm.server.forkserver" in cmdline:
+            at = cmdline.index(b"runner.ansible.warm.server.forkserver") + 1
             kinds = {k.decode() for k in cmdline[at:-1:2]}  # KIND SOCKET [KIND SOCKET]
             server_own, jobs = stat(child)
             if kinds == {"playbook", "module"}:  # one server for both (the same reaper)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import ansible_runner
 
-from runner.ansible.warm import WarmPool
+from runner.ansible.warm.pool import WarmPool
 
 PLAYBOOK = """\
 - hosts: localhost

@@ -29,7 +29,7 @@ import pexpect
 from runner.ansible import artifacts, collections_path
 from runner.ansible.interface import LogEvents, RunRequest, RunResult
 from runner.ansible.results import RunSummary, apply_event
-from runner.ansible.warm import WarmPool
+from runner.ansible.warm.pool import WarmPool
 from runner.util import tempdirs
 
 log = logging.getLogger("runner.executor")

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from runner.ansible import direct, forkclient
+from runner.ansible.warm import client as forkclient
+from runner.ansible.warm.patches import direct
 
 from .conftest import Cluster
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from runner.ansible.executor import Executor
 
 SOCKET_ENV = "TEST_FORKSERVER_SOCKET"
+SERVER = "runner.ansible.warm.server.forkserver"
 
 
 def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
@@ -35,9 +37,7 @@ def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 60.0) 
 @pytest.fixture
 def module_server(tmp_path: Path) -> Iterator[Path]:
     sock = tmp_path / "module.sock"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "runner.ansible.forkserver", "module", str(sock)]
-    )
+    proc = subprocess.Popen([sys.executable, "-m", SERVER, "module", str(sock)])
     try:
         _wait_for(sock, proc)
         yield sock
@@ -134,7 +134,7 @@ def test_a_module_job_of_the_server_for_both_kinds_sees_no_controller(tmp_path: 
     )
     socks = {kind: tmp_path / f"{kind}.sock" for kind in ("playbook", "module")}
     args = [str(a) for kind, sock in socks.items() for a in (kind, sock)]
-    proc = subprocess.Popen([sys.executable, "-m", "runner.ansible.forkserver", *args])
+    proc = subprocess.Popen([sys.executable, "-m", SERVER, *args])
     try:
         for sock in socks.values():
             _wait_for(sock, proc, timeout=120)
@@ -161,7 +161,8 @@ def test_the_playbook_server_refuses_another_ansible_environment(tmp_path: Path)
     sock = tmp_path / "playbook.sock"
     env = {**os.environ, "ANSIBLE_FORKS": "3"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "runner.ansible.forkserver", "playbook", str(sock)], env=env
+        [sys.executable, "-m", SERVER, "playbook", str(sock)],
+        env=env,
     )
     try:
         _wait_for(sock, proc, timeout=120)

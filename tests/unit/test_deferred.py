@@ -9,7 +9,7 @@ def test_a_module_named_runs_when_first_used_and_others_as_usual() -> None:
     out = fresh_python.run("""
         import sys
         import json
-        from runner.ansible.deferred import deferring
+        from runner.ansible.warm.server.deferred import deferring
         finders = list(sys.meta_path)
         with deferring(["tomllib", "json"]):
             import tomllib          # deferred: made, not run
@@ -38,7 +38,7 @@ def test_a_module_named_runs_when_first_used_and_others_as_usual() -> None:
 def test_the_playbook_kinds_preloading_defers_curses() -> None:
     out = fresh_python.run("""
         import importlib.util, sys
-        from runner.ansible import preload
+        from runner.ansible.warm.server import preload
         preload.preload_for("playbook")
         from ansible.utils import display
         if importlib.util.find_spec("_curses") is not None:

@@ -7,7 +7,7 @@ import shlex
 
 import pytest
 
-from runner.ansible.direct import module_command
+from runner.ansible.warm.patches.direct import module_command
 
 CLIENT = "/tmp/operator-runner-warm-x/python"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.ansible import codecache, forkserver
+from runner.ansible.warm.server import codecache, forkserver
 
 DEFINITIONS: dict[str, dict[str, object]] = {
     "DEFAULT_FORKS": {"type": "integer", "env": [{"name": "ANSIBLE_FORKS"}]},

@@ -12,7 +12,7 @@ from pathlib import Path
 PROBE_HEAD = """
 import pkgutil
 from ansible.plugins.loader import filter_loader, init_plugin_loader, test_loader
-from runner.ansible import jinjamisses
+from runner.ansible.warm.patches import jinjamisses
 
 init_plugin_loader([])
 scans = []

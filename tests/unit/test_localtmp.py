@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from ansible.plugins.loader import shell_loader
 
-from runner.ansible import localtmp
+from runner.ansible.warm.patches import localtmp
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ def test_compiled_default_templates_give_ansibles_own_values() -> None:
     probe = textwrap.dedent("""
         import ansible.constants as C
         from ansible.config.manager import ConfigManager
-        from runner.ansible.preload import cache_default_templates
+        from runner.ansible.warm.server.preload import cache_default_templates
 
         names = list(C.config.get_configuration_definitions())
         before = {n: C.config.get_config_value(n, variables=vars(C)) for n in names}
@@ -35,7 +35,7 @@ def test_compacted_routing_metadata_is_ansibles_own_and_only_while_warming() -> 
         import ansible
         from ansible.plugins import loader
         from ansible.utils.collection_loader import _collection_finder as finder
-        from runner.ansible import routingmeta
+        from runner.ansible.warm.patches import routingmeta
 
         original = finder._meta_yml_to_dict
         routing = Path(ansible.__file__).parent / "config" / "ansible_builtin_runtime.yml"

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner.ansible.jobenv import TEMPLATE_CACHE_ENV
+from runner.ansible.warm.jobenv import TEMPLATE_CACHE_ENV
 
 # A playbook job as the fork server runs it (forkserver._run_playbook), plus a count of Jinja's
 # parses of Ansible's templates and expressions, the first step of a compile (a line each, from
@@ -20,7 +20,7 @@ from runner.ansible.jobenv import TEMPLATE_CACHE_ENV
 DRIVER = """
 import os, sys
 import jinja2.parser
-from runner.ansible import templatecache
+from runner.ansible.warm.patches import templatecache
 
 parser_init = jinja2.parser.Parser.__init__
 

@@ -18,7 +18,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from runner.ansible import forkclient, jobenv
+from runner.ansible.warm import client as forkclient
+from runner.ansible.warm import jobenv
 from runner.util import tempdirs
 
 log = logging.getLogger("runner.warm")
@@ -68,7 +69,7 @@ class WarmPool:
         args = [arg for kind, sock in self.sockets.items() for arg in (kind, sock)]
         self._procs: list[subprocess.Popen[bytes]] = [
             subprocess.Popen(
-                [sys.executable, "-m", "runner.ansible.forkserver", *args],
+                [sys.executable, "-m", "runner.ansible.warm.server.forkserver", *args],
                 env={**os.environ, **run_env},
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,

@@ -24,9 +24,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from runner.ansible import localtmp
-from runner.ansible.jobenv import CLIENT_NAME, MODULE_SOCKET_ENV
-from runner.ansible.shellcmd import shell_script
+from runner.ansible.warm.jobenv import CLIENT_NAME, MODULE_SOCKET_ENV
+from runner.ansible.warm.patches import localtmp
+from runner.ansible.warm.patches.shellcmd import shell_script
 
 
 def module_command(cmd: object, client: str) -> dict[str, str] | None:

@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 
-from runner.ansible.shellcmd import shell_script
+from runner.ansible.warm.patches.shellcmd import shell_script
 
 _PATH = r"/[A-Za-z0-9_./+-]+"
 _NAME = r"ansible-tmp-[A-Za-z0-9_.+-]+"

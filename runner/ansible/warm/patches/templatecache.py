@@ -29,7 +29,7 @@ import threading
 import types
 from typing import Any
 
-from runner.ansible.jobenv import TEMPLATE_CACHE_ENV
+from runner.ansible.warm.jobenv import TEMPLATE_CACHE_ENV
 
 #: At most this many templates on disk per server (one file each, a few KB): a role that
 #: renders ever new template strings stops adding to it and compiles them as before.

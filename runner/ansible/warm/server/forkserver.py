@@ -39,17 +39,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from runner.ansible import (
-    codecache,
-    collectionutils,
-    direct,
-    immortal,
-    modulehost,
-    serverprocess,
-    templatecache,
-)
-from runner.ansible.jobenv import ANSIBALLZ_CACHE_ENV
-from runner.ansible.preload import preload_for
+from runner.ansible.warm.jobenv import ANSIBALLZ_CACHE_ENV
+from runner.ansible.warm.patches import collectionutils, direct, modulehost, templatecache
+from runner.ansible.warm.server import codecache, immortal
+from runner.ansible.warm.server import process as serverprocess
+from runner.ansible.warm.server.preload import preload_for
 
 # Environment variables Ansible reads when it is imported; a job must match the server's.
 IMPORT_TIME_PREFIXES = ("ANSIBLE_",)

@@ -8,9 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runner.ansible import collectionutils, jinjamisses, routingmeta
-from runner.ansible.codecache import collection_roots, install_code_cache, precompile_collections
-from runner.ansible.deferred import deferring
+from runner.ansible.warm.patches import collectionutils, jinjamisses, routingmeta
+from runner.ansible.warm.server.codecache import (
+    collection_roots,
+    install_code_cache,
+    precompile_collections,
+)
+from runner.ansible.warm.server.deferred import deferring
 
 PRELOAD = {
     "playbook": (
@@ -83,7 +87,7 @@ def _preload(kind: str) -> None:
                 install_code_cache()
 
     if kind == "module":
-        from runner.ansible import lazykube
+        from runner.ansible.warm.server import lazykube
 
         try:
             lazykube.install()  # kubernetes.client's generated classes imported when used

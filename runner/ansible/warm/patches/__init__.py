@@ -1,0 +1,1 @@
+"""The patches of ansible-core (and a few other packages) the warm executor installs."""

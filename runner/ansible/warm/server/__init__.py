@@ -1,0 +1,1 @@
+"""The fork server: preloading, serving jobs, its process."""
