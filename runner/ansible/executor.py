@@ -17,6 +17,7 @@ import os
 import shlex
 import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -29,6 +30,9 @@ import pexpect
 from runner.ansible import artifacts, collections_path
 from runner.ansible.interface import LogEvents, RunRequest, RunResult
 from runner.ansible.results import RunSummary, apply_event
+from runner.ansible.warm import canary
+from runner.ansible.warm.jobenv import FAILURES_ENV
+from runner.ansible.warm.lifecycle import WarmLifecycle, describe
 from runner.ansible.warm.pool import WarmPool
 from runner.util import tempdirs
 
@@ -166,77 +170,29 @@ class Executor:
         self._slots = asyncio.Semaphore(max_parallel_runs) if max_parallel_runs else None
         tmp_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._cancel = threading.Event()
-        self._warm = warm
-        self._pool: WarmPool | None = None
-        self._pool_lock = threading.Lock()
-        self._active = 0  # runs holding the pool
-        self._idle_timeout = warm_idle_timeout
-        self._idle_timer: threading.Timer | None = None
+        self._warm = WarmLifecycle(self._env, warm, warm_idle_timeout, self._canary)
         log.info(
-            "executor: %s, %s",
-            "warm (fork servers)" if warm else "plain ansible-runner",
+            "executor: %s, ansible-core %s, %s",
+            "warm (fork server, from the first run)"
+            if self._warm.enabled
+            else "plain ansible-runner",
+            self._warm.version or "(unknown)",
             f"at most {max_parallel_runs} runs at once (memory limit)"
             if max_parallel_runs
             else "no memory limit known",
         )
 
     def add_env(self, env: Mapping[str, str]) -> None:
-        """Variables for every run from now on (set before the first run: the warm executors
-        take the environment they start with)."""
+        """Variables for every run from now on (set before the first run: the warm executor
+        takes the environment it starts with)."""
         self._env.update(env)
-
-    def _acquire_pool(self) -> WarmPool | None:
-        """The fork servers, started with the first run (an idle operator does not pay for
-        them) and again after they stopped for being idle; None on the plain path or when
-        they cannot start."""
-        with self._pool_lock:
-            self._active += 1
-            if self._idle_timer is not None:
-                self._idle_timer.cancel()
-                self._idle_timer = None
-            if self._warm and self._pool is None:
-                pool = WarmPool(self._env)
-                if pool.wait_ready():
-                    self._pool = pool
-                else:
-                    pool.stop()
-                    self._warm = False
-            return self._pool
-
-    def _release_pool(self) -> None:
-        with self._pool_lock:
-            self._active -= 1
-            if self._active == 0 and self._pool is not None and self._idle_timeout > 0:
-                timer = threading.Timer(self._idle_timeout, self._stop_if_idle)
-                timer.daemon = True
-                timer.start()
-                self._idle_timer = timer
-
-    def _stop_if_idle(self) -> None:
-        """The warm executors hold ~100 MB; an operator with nothing to do gives it back."""
-        with self._pool_lock:
-            if self._active == 0 and self._pool is not None:
-                log.info(
-                    "warm executors stopped after %g s without runs (they start again with "
-                    "the next run)",
-                    self._idle_timeout,
-                )
-                self._pool.stop()
-                self._pool = None
-            self._idle_timer = None
 
     @property
     def warm_running(self) -> bool:
-        return self._pool is not None
+        return self._warm.running
 
     def close(self) -> None:
-        with self._pool_lock:
-            if self._idle_timer is not None:
-                self._idle_timer.cancel()
-                self._idle_timer = None
-            if self._pool is not None:
-                self._pool.stop()
-                self._pool = None
+        self._warm.close()
         shutil.rmtree(self.run_tmp, ignore_errors=True)
 
     def cancel_all(self) -> None:
@@ -250,13 +206,51 @@ class Executor:
             return await asyncio.to_thread(self.run_sync, request)
 
     def run_sync(self, request: RunRequest) -> RunResult:
-        pool = self._acquire_pool()
+        """One run: on the warm executor when it is up; a run in which a patch failed is run
+        again on the plain path (and the warm executor given up)."""
+        pool = self._warm.acquire()
+        if pool is None:
+            self._warm.release()
+            return self._run_sync(request, None)
+        record = pool.failure_record()
         try:
-            return self._run_sync(request, pool)
+            result = self._run_sync(request, pool, record)
+            failures = pool.read_failures(record)
+            if failures:
+                self._warm.give_up(describe(failures))
         finally:
-            self._release_pool()
+            self._warm.release()
+        if not any(f.get("redo", True) for f in failures) or self._cancel.is_set():
+            return result
+        log.info("the run is made again on the plain path", extra=dict(request.log_extra))
+        shutil.rmtree(request.private_dir / "artifacts" / request.ident, ignore_errors=True)
+        return self._run_sync(request, None)
 
-    def _run_sync(self, request: RunRequest, pool: WarmPool | None) -> RunResult:
+    def _canary(self, pool: WarmPool) -> str | None:
+        """Run the canary playbook on `pool`: why the warm path cannot be used, or None."""
+        with tempfile.TemporaryDirectory(prefix="canary-", dir=self.run_tmp) as tmp:
+            playbook = canary.write_project(Path(tmp) / "project")
+            request = RunRequest(
+                private_dir=Path(tmp) / "private",
+                ident=canary.IDENT,
+                playbook=playbook,
+                extravars_text="{}",
+                log_events=LogEvents.NOTHING,
+            )
+            record = pool.failure_record()
+            result = self._run_sync(request, pool, record, own_inventory=True)
+            failures = pool.read_failures(record)
+            if failures:
+                return describe(failures)
+            return canary.verdict(result.status, request.private_dir / "artifacts" / canary.IDENT)
+
+    def _run_sync(
+        self,
+        request: RunRequest,
+        pool: WarmPool | None,
+        record: Path | None = None,
+        own_inventory: bool = False,
+    ) -> RunResult:
         summary = RunSummary()
         private = request.private_dir
         (private / "env").mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -268,7 +262,7 @@ class Executor:
             (private / "env" / stale).unlink(missing_ok=True)
         extravars = private / "env" / "extravars"
         _write_private(extravars, request.extravars_text)
-        inventory: str | list[str] = self._user_inventory
+        inventory: str | list[str] = [] if own_inventory else self._user_inventory
         if not inventory:
             hosts = private / "inventory" / "hosts"
             text = inventory_text(str(pool.python_client) if pool else sys.executable)
@@ -280,6 +274,8 @@ class Executor:
         if pool is not None:  # the warm client is a raw binary: the playbook is an argument
             cmdline.insert(0, str(request.playbook))
             envvars.update(pool.env)
+            if record is not None:
+                envvars[FAILURES_ENV] = str(record)
 
         def on_event(event: Mapping[str, Any]) -> bool:
             apply_event(summary, event)

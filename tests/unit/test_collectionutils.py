@@ -27,7 +27,7 @@ kept = collectionutils.preload(collection_roots(os.environ, sys.path))
 assert not [n for n in sys.modules if n.startswith("ansible_collections")], "left in sys.modules"
 os.environ.update(json.loads(sys.argv[2]))  # the job's environment
 sys.path.insert(0, sys.argv[1])
-collectionutils.install()
+collectionutils.activate()
 core = importlib.import_module("ansible_collections.kubernetes.core.plugins.module_utils.k8s.core")
 waiter = importlib.import_module(
     "ansible_collections.kubernetes.core.plugins.module_utils.k8s.waiter")

@@ -38,7 +38,9 @@ def test_a_module_named_runs_when_first_used_and_others_as_usual() -> None:
 def test_the_playbook_kinds_preloading_defers_curses() -> None:
     out = fresh_python.run("""
         import importlib.util, sys
+        from runner.ansible.warm.patches import apply
         from runner.ansible.warm.server import preload
+        apply.start(["playbook"])
         preload.preload_for("playbook")
         from ansible.utils import display
         if importlib.util.find_spec("_curses") is not None:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.ansible.warm.server import codecache, forkserver
+from runner.ansible.warm.patches import configrefresh
+from runner.ansible.warm.server import codecache
 
 DEFINITIONS: dict[str, dict[str, object]] = {
     "DEFAULT_FORKS": {"type": "integer", "env": [{"name": "ANSIBLE_FORKS"}]},
@@ -31,7 +32,7 @@ DEFINITIONS: dict[str, dict[str, object]] = {
 
 def test_same_environment_refreshes_only_paths() -> None:
     env = {"ANSIBLE_FORKS": "5", "HOME": "/root"}
-    names = forkserver.settings_to_refresh(DEFINITIONS, env, dict(env))
+    names = configrefresh.settings_to_refresh(DEFINITIONS, env, dict(env))
     assert sorted(names) == ["CACHE_PLUGIN_CONNECTION", "DEFAULT_LOCAL_TMP", "DEFAULT_ROLES_PATH"]
 
 
@@ -46,13 +47,13 @@ def test_same_environment_refreshes_only_paths() -> None:
 def test_a_changed_variable_refreshes_its_setting(
     server: dict[str, str], job: dict[str, str]
 ) -> None:
-    names = forkserver.settings_to_refresh(DEFINITIONS, server, job)
+    names = configrefresh.settings_to_refresh(DEFINITIONS, server, job)
     assert "DEFAULT_FORKS" in names
     assert "DISPLAY_SKIPPED_HOSTS" not in names and "NO_ENV" not in names
 
 
 def test_variables_outside_ansible_do_not_count() -> None:
-    names = forkserver.settings_to_refresh(DEFINITIONS, {"PATH": "/a"}, {"PATH": "/b"})
+    names = configrefresh.settings_to_refresh(DEFINITIONS, {"PATH": "/a"}, {"PATH": "/b"})
     assert "DEFAULT_FORKS" not in names
 
 
@@ -61,7 +62,7 @@ def test_definitions_without_env_lists_are_fine() -> None:
         "X": {"type": "boolean", "env": None},
         "Y": {"type": "boolean"},
     }
-    assert forkserver.settings_to_refresh(definitions, {}, {"ANSIBLE_X": "1"}) == []
+    assert configrefresh.settings_to_refresh(definitions, {}, {"ANSIBLE_X": "1"}) == []
 
 
 def _collection(root: Path, namespace: str, name: str) -> Path:
@@ -135,43 +136,13 @@ def test_cached_code_reports_the_payload_file(
     assert where().__code__.co_filename == "/payload.zip/m.py"  # type: ignore[operator]
 
 
-def _ansiballz_wrapper(zip_data: str) -> str:
-    """A pipelined module's wrapper, built as ansible-core 2.19's module_common builds it."""
-    import datetime
-
-    from ansible.executor.module_common import _get_ansiballz_code
-
-    args = dict(
-        ansible_module="k8s_info",
-        module_fqn="ansible_collections.kubernetes.core.plugins.modules.k8s_info",
-        profile="legacy",
-        date_time=datetime.datetime(2026, 12, 3, 17, 0, 0),
-        rlimit_nofile=0,
-        params='{"ANSIBLE_MODULE_ARGS": {"kind": "Pod", "x": "zip_data=\'y\',"}}',
-        extensions={},
-        zip_data=zip_data,
-    )
-    args_string = "\n".join(f"{key}={value!r}," for key, value in args.items())
-    code = _get_ansiballz_code("#!/usr/bin/python")
-    return f'{code}\n\n\nif __name__ == "__main__":\n    _ansiballz_main(\n{args_string}\n)\n'
-
-
-def _constants(code: object) -> list[object]:
-    """Every constant of a code object and the code objects inside it, with their bytecode."""
-    assert isinstance(code, type(_constants.__code__))
-    found: list[object] = [code.co_code, code.co_names, code.co_flags]
-    for const in code.co_consts:
-        found.extend(_constants(const) if isinstance(const, type(code)) else [const])
-    return found
-
-
 def test_a_wrapper_compiles_to_the_same_code_without_its_payload_literal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import base64
 
     payload = base64.b64encode(bytes(range(256)) * 600).decode()
-    source = _ansiballz_wrapper(payload)
+    source = codecache.sample_wrapper(payload)  # this ansible-core line's wrapper
     compiled: list[int] = []
 
     def recording(text: str, *args: object, **kwargs: object) -> object:
@@ -181,8 +152,9 @@ def test_a_wrapper_compiles_to_the_same_code_without_its_payload_literal(
     monkeypatch.setattr(codecache, "compile", recording, raising=False)
     code = codecache.compile_wrapper(source, "<stdin>")
     assert compiled and max(compiled) < len(source) - len(payload) + 100, compiled
-    assert _constants(code) == _constants(compile(source, "<stdin>", "exec", dont_inherit=True))
-    assert payload in code.co_consts
+    plain = compile(source, "<stdin>", "exec", dont_inherit=True)
+    assert codecache.constants(code) == codecache.constants(plain)
+    assert payload in codecache.constants(code)
 
 
 @pytest.mark.parametrize(
@@ -195,6 +167,29 @@ def test_a_wrapper_compiles_to_the_same_code_without_its_payload_literal(
     ],
 )
 def test_other_sources_compile_as_they_are(source: str) -> None:
-    assert _constants(codecache.compile_wrapper(source, "<stdin>")) == _constants(
+    assert codecache.constants(codecache.compile_wrapper(source, "<stdin>")) == codecache.constants(
         compile(source, "<stdin>", "exec", dont_inherit=True)
     )
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "def main():\n    ZIPDATA = 'PAYLOAD'\n    return ZIPDATA\n\nRESULT = main()\n",
+        'def main():\n    ZIPDATA = """PAYLOAD"""\n    return ZIPDATA\n\nRESULT = main()\n',
+        "def main(**kw):\n    return kw\n\nRESULT = main(\nx='y',\nzip_data='PAYLOAD',\n)\n",
+    ],
+    ids=["2.16-2.18", "2.15", "2.19-"],
+)
+def test_every_lines_payload_literal_is_put_into_the_constants(template: str) -> None:
+    import base64
+
+    payload = base64.b64encode(bytes(range(256)) * 20).decode()
+    source = template.replace("PAYLOAD", payload)
+    code = codecache._compile_without_literal(source, "<stdin>")
+    assert code is not None
+    plain = compile(source, "<stdin>", "exec", dont_inherit=True)
+    assert codecache.constants(code) == codecache.constants(plain)
+    namespace: dict[str, object] = {}
+    exec(code, namespace)
+    assert payload in str(namespace["RESULT"])

@@ -1,4 +1,5 @@
-"""What the fork server preloads (runner/ansible/preload.py)."""
+"""What the fork server preloads and patches while it does: templated config defaults
+(runner/ansible/warm/patches/configdefaults.py), routing metadata (routingmeta.py)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,24 @@ def test_compiled_default_templates_give_ansibles_own_values() -> None:
     probe = textwrap.dedent("""
         import ansible.constants as C
         from ansible.config.manager import ConfigManager
-        from runner.ansible.warm.server.preload import cache_default_templates
+        from runner.ansible.warm.patches import configdefaults
 
         names = list(C.config.get_configuration_definitions())
         before = {n: C.config.get_config_value(n, variables=vars(C)) for n in names}
-        cache_default_templates()
+        configdefaults.install()
+        configdefaults.check()
+        import jinja2
+        compiles = []
+        plain_compile = jinja2.Environment.compile
+        def counted(self, *args, **kwargs):
+            compiles.append(args[0])
+            return plain_compile(self, *args, **kwargs)
+        jinja2.Environment.compile = counted
         for _ in range(2):  # compiled once, rendered on every read
             after = {n: C.config.get_config_value(n, variables=vars(C)) for n in names}
             changed = {n for n in names if after[n] != before[n] and n != "DEFAULT_LOCAL_TMP"}
             assert not changed, changed
+        assert not compiles, compiles
         templated = [n for n, d in C.config.get_configuration_definitions().items()
                      if str(d.get("default", "")).startswith("{{")]
         assert templated, "no templated defaults to check"

@@ -1,28 +1,33 @@
-"""Starts and stops the warm executor (`forkserver`: one process serving both kinds of job) of
-one operator process.
+"""Starts and stops the warm executor (`server/forkserver.py`: one process serving both kinds of
+job) of one operator process, and reads what it reports: its start-up (`status.json`: the
+ansible-core version, the patches installed and skipped, or the failure that sends runs to the
+plain path) and the patches that failed inside a run's jobs (`patches/guard.py`).
 
 The playbook server is started with exactly the Ansible environment that ansible-runner gives
 every run (read off a `RunnerConfig`), so a job's import-time configuration always matches the
-server's; anything else falls back to the plain path inside the client.
+server's; anything else falls back to the plain path inside the client. Its working directory
+is the pool's own folder (no `ansible.cfg` there): a run finds the same configuration file as
+the server unless its project has one, and such a run is handed back to the plain path.
 """
 
 from __future__ import annotations
 
-import logging
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from runner.ansible.warm import client as forkclient
 from runner.ansible.warm import jobenv
 from runner.util import tempdirs
-
-log = logging.getLogger("runner.warm")
 
 PLAYBOOK_SOCKET_ENV = jobenv.PLAYBOOK_SOCKET_ENV
 MODULE_SOCKET_ENV = jobenv.MODULE_SOCKET_ENV
@@ -47,10 +52,22 @@ def runner_env(base: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+@dataclass(frozen=True)
+class Started:
+    """What the server reported at start-up."""
+
+    ansible: str = ""
+    installed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failure: str | None = None  # why runs must take the plain path
+
+
 class WarmPool:
     def __init__(self, base_env: Mapping[str, str]) -> None:
         self.dir = tempdirs.private_dir(WARM_DIR_PREFIX)
         self.sockets = {kind: str(self.dir / f"{kind}.sock") for kind in ("playbook", "module")}
+        self.failures = self.dir / "failures"
+        self.failures.mkdir(mode=0o700)
         real_playbook = str(Path(sys.executable).parent / "ansible-playbook")
         self.playbook_client = forkclient.write_client(
             self.dir / "ansible-playbook",
@@ -67,14 +84,13 @@ class WarmPool:
         # One server for both kinds (their common imports held once); the playbook kind's
         # import-time environment is the runs' (module jobs take theirs from each job).
         args = [arg for kind, sock in self.sockets.items() for arg in (kind, sock)]
-        self._procs: list[subprocess.Popen[bytes]] = [
-            subprocess.Popen(
-                [sys.executable, "-m", "runner.ansible.warm.server.forkserver", *args],
-                env={**os.environ, **run_env},
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        ]
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "runner.ansible.warm.server.forkserver", *args],
+            env={**os.environ, **run_env},
+            cwd=self.dir,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     @property
     def env(self) -> dict[str, str]:
@@ -85,23 +101,62 @@ class WarmPool:
             jobenv.TEMPLATE_CACHE_ENV: str(self.dir / "templates"),
         }
 
-    def wait_ready(self, timeout: float = 30.0) -> bool:
+    @property
+    def server_pid(self) -> int:
+        return self._proc.pid
+
+    def wait_ready(self, timeout: float = 30.0) -> Started:
+        """The server's start-up report, once its sockets are there or it has exited."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if all(os.path.exists(s) for s in self.sockets.values()):
-                return True
-            if any(p.poll() is not None for p in self._procs):
-                break
-            time.sleep(0.05)
-        log.warning("warm executors did not start; runs take the plain (slower) path")
-        return False
+                return self._report()
+            code = self._proc.poll()
+            if code is not None:
+                report = self._report()
+                if report.failure is None:
+                    report = Started(report.ansible, failure=f"its server exited (code {code})")
+                return report
+            time.sleep(0.02)
+        return Started(failure=f"its server did not start within {timeout:g} s")
+
+    def _report(self) -> Started:
+        try:
+            body: dict[str, Any] = json.loads((self.dir / jobenv.STATUS_FILE).read_text())
+        except (OSError, ValueError):
+            return Started(failure="its server wrote no start-up report")
+        failed = body.get("failed")
+        return Started(
+            ansible=str(body.get("ansible") or ""),
+            installed=list(body.get("installed") or []),
+            skipped=list(body.get("skipped") or []),
+            failure=f"patch {failed['patch']} failed: {failed['error']}" if failed else None,
+        )
+
+    def failure_record(self) -> Path:
+        """A new file for one run's jobs to record a patch that failed in them."""
+        return self.failures / uuid.uuid4().hex
+
+    @staticmethod
+    def read_failures(record: Path) -> list[dict[str, Any]]:
+        """What the run's jobs recorded in `record` (removed), [] when nothing failed."""
+        try:
+            text = record.read_text(encoding="utf-8")
+        except OSError:
+            return []
+        record.unlink(missing_ok=True)
+        failures = []
+        for line in text.splitlines():
+            try:
+                failures.append(json.loads(line))
+            except ValueError:
+                failures.append({"patch": "?", "error": line[:200], "redo": True})
+        return failures
 
     def stop(self) -> None:
-        for proc in self._procs:
-            proc.terminate()
-        for proc in self._procs:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
         shutil.rmtree(self.dir, ignore_errors=True)

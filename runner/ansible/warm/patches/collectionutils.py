@@ -39,6 +39,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from runner.ansible.warm.patches import guard
+
+NAME = "kept-module-utils"
 #: Per collection, the modules whose module_utils the server imports (what operators' roles
 #: run in nearly every task). Not every module_utils file: kubernetes.core's `copy` alone
 #: imports the whole generated `kubernetes.client.api` (+9 MB).
@@ -186,13 +189,17 @@ class _KeptFinder(importlib.abc.MetaPathFinder):
         self, fullname: str, path: Any = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         kept = _KEPT.get(fullname)
-        if kept is None or not path:
+        if kept is None or not path or guard.broken(NAME):
             return None
-        verdict = self.verdicts.get(kept.collection)
-        if verdict is None:
-            payload_root = _payload_root(str(next(iter(path))), kept)
-            verdict = payload_root is not None and self._same(kept.collection, payload_root)
-            self.verdicts[kept.collection] = verdict
+        try:
+            verdict = self.verdicts.get(kept.collection)
+            if verdict is None:
+                payload_root = _payload_root(str(next(iter(path))), kept)
+                verdict = payload_root is not None and self._same(kept.collection, payload_root)
+                self.verdicts[kept.collection] = verdict
+        except Exception as err:  # ours: the payload's files from now on
+            guard.failed(NAME, err)
+            return None
         if not verdict:
             return None
         return importlib.machinery.ModuleSpec(
@@ -232,7 +239,18 @@ def _read(root: str, relpath: str) -> bytes | None:
         return None
 
 
-def install() -> None:
+def activate() -> None:
     """In a module job: let its imports use the kept modules (see the module doc)."""
     if _KEPT:
         sys.meta_path.insert(0, _KeptFinder(os.environ))
+
+
+def check() -> None:
+    for name, kept in _KEPT.items():
+        if kept.module.__name__ != name or len(kept.digest) != 32:
+            raise AssertionError(f"{name} is not kept as imported")
+        if name in sys.modules:
+            raise AssertionError(f"{name} was left in sys.modules")
+    for collection in {kept.collection for kept in _KEPT.values()}:
+        if collection not in _ENV_READ:
+            raise AssertionError(f"{collection}: what its files read on import is not known")

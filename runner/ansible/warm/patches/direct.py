@@ -25,8 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from runner.ansible.warm.jobenv import CLIENT_NAME, MODULE_SOCKET_ENV
-from runner.ansible.warm.patches import localtmp
+from runner.ansible.warm.patches import guard
 from runner.ansible.warm.patches.shellcmd import shell_script
+
+NAME = "direct"
+_PLAIN: list[Callable[..., tuple[int, bytes, bytes]]] = []
 
 
 def module_command(cmd: object, client: str) -> dict[str, str] | None:
@@ -109,38 +112,59 @@ def _drain(fd: int, out: dict[int, bytes]) -> None:
 
 
 def install() -> None:
-    """In a playbook job: the local connection's pipelined module commands go to the module
-    server when $OPERATOR_RUNNER_MODULE_SOCKET names one, and its task temp directories are
-    made and removed in the worker (`localtmp`)."""
-    sock_path = os.environ.get(MODULE_SOCKET_ENV)
-    if not sock_path:
-        return
-    client = str(Path(sock_path).parent / CLIENT_NAME)
+    """The local connection's pipelined module commands go to the module server, in a job whose
+    $OPERATOR_RUNNER_MODULE_SOCKET names one."""
     from ansible.plugins.connection import local
 
     original: Callable[..., tuple[int, bytes, bytes]] = local.Connection.exec_command
+    _PLAIN[:] = [original]
 
     def exec_command(
         self: Any, cmd: str, in_data: bytes | None = None, sudoable: bool = True
     ) -> tuple[int, bytes, bytes]:
-        assignments = None
-        if in_data is None and not (sudoable and self.become):
-            done = localtmp.handle(cmd)  # a task's temp directory made or removed
-            if done is not None:
-                local.display.vvv(f"EXEC {cmd} (done in the worker)")
-                return done
-        if in_data is not None and not (sudoable and self.become):
-            assignments = module_command(cmd, client)
-        if assignments is not None:
-            if not self._connected:
-                self._connect()
-            local.display.vvv(f"EXEC {cmd}", host=self._play_context.remote_addr)
-            env = {**os.environ, **assignments}
-            cwd = os.fsdecode(self.cwd) if self.cwd else os.getcwd()
+        sock_path = os.environ.get(MODULE_SOCKET_ENV)
+        if in_data is None or not sock_path or guard.broken(NAME):
+            return original(self, cmd, in_data=in_data, sudoable=sudoable)
+        try:
+            client = str(Path(sock_path).parent / CLIENT_NAME)
+            assignments = None if sudoable and self.become else module_command(cmd, client)
+            if assignments is not None:
+                if not self._connected:
+                    self._connect()
+                local.display.vvv(f"EXEC {cmd}", host=self._play_context.remote_addr)
+                env = {**os.environ, **assignments}
+                cwd = os.fsdecode(self.cwd) if self.cwd else os.getcwd()
+        except Exception as err:  # ours: Ansible's own exec_command from now on
+            guard.failed(NAME, err)
+            assignments = None
+        if assignments is None:
+            return original(self, cmd, in_data=in_data, sudoable=sudoable)
+        try:
             # argv as the module client would send it: the module comes on stdin
-            result = run_job(sock_path, [sys.executable], cwd, env, in_data or b"")
-            if result is not None:
-                return result
-        return original(self, cmd, in_data=in_data, sudoable=sudoable)
+            result = run_job(sock_path, [sys.executable], cwd, env, in_data)
+        except Exception as err:  # the job may have started: not run again here
+            guard.failed(NAME, err)
+            return 1, b"", f"operator-runner: the module job failed: {err}\n".encode()
+        if result is None:  # no server took it
+            return original(self, cmd, in_data=in_data, sudoable=sudoable)
+        return result
 
     local.Connection.exec_command = exec_command
+
+
+def check() -> None:
+    import inspect
+
+    from ansible.plugins.connection import local
+
+    parameters = list(inspect.signature(_PLAIN[0]).parameters)
+    if parameters != ["self", "cmd", "in_data", "sudoable"]:
+        raise AssertionError(f"local.Connection.exec_command{inspect.signature(_PLAIN[0])}")
+    for attribute in ("_connect", "set_become_plugin"):
+        if attribute not in dir(local.Connection):
+            raise AssertionError(f"local.Connection has no {attribute}")
+    if local.Connection.exec_command is _PLAIN[0]:
+        raise AssertionError("exec_command is not wrapped")
+    client = "/run/operator-runner-warm-x/python"
+    if module_command(f"/bin/sh -c 'LANG=C {client} && sleep 0'", client) != {"LANG": "C"}:
+        raise AssertionError("a pipelined module command is not recognised")

@@ -22,11 +22,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.ansible.warm.patches import guard
+
+NAME = "jinja-misses"
 _ATTRIBUTE = "_operator_runner_misses"
 
 
 def install() -> None:
-    """Remember the short names a Jinja plugin loader did not find (see the module doc)."""
+    """Remember the short names a Jinja plugin loader did not find (see the module doc), and
+    look Jinja's built-in names up once (`warm`)."""
     from ansible.plugins.loader import Jinja2Loader
 
     if getattr(Jinja2Loader, _ATTRIBUTE, False):
@@ -35,18 +39,23 @@ def install() -> None:
 
     def get(self: Any, name: str, *args: Any, **kwargs: Any) -> Any:
         short = name.removeprefix("ansible.legacy.")
-        if "." in short:
+        if "." in short or guard.broken(NAME):
             return plain_get(self, name, *args, **kwargs)
-        misses = _misses(self)
+        try:
+            misses = _misses(self)
+        except Exception as err:  # ours: Ansible's look-up from now on
+            guard.failed(NAME, err)
+            return plain_get(self, name, *args, **kwargs)
         if short in misses:
             return None
-        found = plain_get(self, name, *args, **kwargs)
+        found = plain_get(self, name, *args, **kwargs)  # Ansible's errors, as before
         if found is None:
-            _misses(self).add(short)
+            misses.add(short)
         return found
 
     Jinja2Loader.get = get
     setattr(Jinja2Loader, _ATTRIBUTE, True)
+    warm()
 
 
 def _misses(loader: Any) -> set[str]:
@@ -67,8 +76,21 @@ def warm() -> None:
     from jinja2.tests import TESTS
 
     for loader, names in ((filter_loader, FILTERS), (test_loader, TESTS)):
+        _misses(loader)  # our own look-up's errors are the install's, never swallowed below
         for name in names:
             try:
                 loader.get(name)
-            except Exception:  # Ansible reports it when a template uses the name
+            except Exception:  # Ansible's: it reports it when a template uses the name
                 continue
+
+
+def check() -> None:
+    from ansible.plugins.loader import filter_loader, test_loader
+
+    if guard.broken(NAME):
+        raise AssertionError("the look-up failed while warming")
+    for loader, name in ((filter_loader, "first"), (test_loader, "equalto")):
+        if loader.get(name) is not None or name not in _misses(loader):
+            raise AssertionError(f"Jinja's {name!r} is not remembered as a miss")
+    if filter_loader.get("to_json") is None:
+        raise AssertionError("Ansible's to_json filter is not found")

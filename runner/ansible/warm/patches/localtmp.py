@@ -17,8 +17,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
+from collections.abc import Callable
+from typing import Any
 
+from runner.ansible.warm.jobenv import JOB_ENV
+from runner.ansible.warm.patches import guard
 from runner.ansible.warm.patches.shellcmd import shell_script
+
+NAME = "localtmp"
 
 _PATH = r"/[A-Za-z0-9_./+-]+"
 _NAME = r"ansible-tmp-[A-Za-z0-9_.+-]+"
@@ -67,3 +74,52 @@ def _remove(path: str) -> tuple[int, bytes, bytes] | None:
     if os.path.lexists(path):
         return 1, b"", b""  # what rm -f -r with its output sent to /dev/null would answer
     return 0, b"", b""
+
+
+def install() -> None:
+    """In a warm playbook job (and its task workers): the local connection's task temp
+    directory commands done here."""
+    from ansible.plugins.connection import local
+
+    original: Callable[..., tuple[int, bytes, bytes]] = local.Connection.exec_command
+
+    def exec_command(
+        self: Any, cmd: str, in_data: bytes | None = None, sudoable: bool = True
+    ) -> tuple[int, bytes, bytes]:
+        if in_data is not None or os.environ.get(JOB_ENV) != "playbook" or guard.broken(NAME):
+            return original(self, cmd, in_data=in_data, sudoable=sudoable)
+        try:
+            done = None if sudoable and self.become else handle(cmd)
+            if done is not None:
+                local.display.vvv(f"EXEC {cmd} (done in the worker)")
+        except Exception as err:  # ours: the shell from now on
+            guard.failed(NAME, err)
+            done = None
+        if done is None:
+            return original(self, cmd, in_data=in_data, sudoable=sudoable)
+        return done
+
+    local.Connection.exec_command = exec_command
+
+
+def check() -> None:
+    """The commands this line's sh shell plugin builds are the ones `handle` knows."""
+    from ansible.plugins.loader import shell_loader
+
+    sh = shell_loader.get("sh")
+    sh.set_options(var_options={"remote_tmp": "~/.ansible/tmp"})
+    with tempfile.TemporaryDirectory(prefix="localtmp-check-") as base:
+        made = f"{base}/ansible-tmp-1.5-42-7"
+        create = f"/bin/sh -c {_quote(sh.mkdtemp(basefile='ansible-tmp-1.5-42-7', tmpdir=base))}"
+        remove = f"/bin/sh -c {_quote(sh.remove(made + '/', recurse=True))}"
+        if handle(create) != (0, f"ansible-tmp-1.5-42-7={made}\n".encode(), b""):
+            raise AssertionError(f"mkdtemp not handled: {create}")
+        if not os.path.isdir(made) or handle(remove) != (0, b"", b"") or os.path.exists(made):
+            raise AssertionError(f"remove not handled: {remove}")
+
+
+def _quote(inner: str) -> str:
+    """As _low_level_execute_command hands a command to the local connection."""
+    import shlex
+
+    return shlex.quote(inner + " && sleep 0")

@@ -48,3 +48,26 @@ def compacted() -> Iterator[None]:
         yield
     finally:
         finder._meta_yml_to_dict = original
+
+
+_ORIGINAL: list[Any] = []
+
+
+def install() -> None:
+    """The target is there (the compaction itself runs around the plugin warm-up)."""
+    from ansible.utils.collection_loader import _collection_finder as finder
+
+    _ORIGINAL[:] = [finder._meta_yml_to_dict]
+
+
+def check() -> None:
+    from ansible.utils.collection_loader import _collection_finder as finder
+
+    if finder._meta_yml_to_dict is not _ORIGINAL[0]:
+        raise AssertionError("_meta_yml_to_dict was not restored")
+    import importlib
+
+    builtin = importlib.import_module("ansible_collections.ansible.builtin")
+    meta = getattr(builtin, "_collection_meta", None)
+    if not isinstance(meta, dict) or "plugin_routing" not in meta:
+        raise AssertionError("ansible.builtin's routing metadata is not Ansible's")

@@ -18,8 +18,14 @@ as `ansible_python_interpreter`. A client passes its argv, cwd, environment and 
 stdout and stderr (the file descriptors themselves, so output goes straight to ansible-runner's
 pty or to Ansible's pipes) over a Unix socket, relays signals to the job and exits with the
 job's exit code. When no server answers, or the server refuses the job (the environment that
-Ansible reads at import time differs from the server's), the client `exec`s the real program:
-the plain path, same semantics, just slower.
+Ansible reads at import time differs from the server's, or the job's configuration does:
+`configrefresh`), the client `exec`s the real program: the plain path, same semantics, just
+slower.
+
+Before it serves, the server installs and checks the patches the registry verifies on the
+running ansible-core line (`patches/apply.py`) and writes its start-up report next to its
+sockets (`status.json`, read by the operator's `WarmPool`); any failure there, and it exits
+without serving.
 """
 
 from __future__ import annotations
@@ -36,31 +42,22 @@ import socket
 import struct
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping
 
-from runner.ansible.warm.jobenv import ANSIBALLZ_CACHE_ENV
-from runner.ansible.warm.patches import collectionutils, direct, modulehost, templatecache
-from runner.ansible.warm.server import codecache, immortal
+from runner.ansible.warm.jobenv import JOB_ENV, STATUS_FILE
+from runner.ansible.warm.patches import (
+    apply,
+    collectionutils,
+    configrefresh,
+    core,
+    guard,
+    modulehost,
+)
+from runner.ansible.warm.server import codecache, profiling
 from runner.ansible.warm.server import process as serverprocess
 from runner.ansible.warm.server.preload import preload_for
 
-# Environment variables Ansible reads when it is imported; a job must match the server's.
-IMPORT_TIME_PREFIXES = ("ANSIBLE_",)
 _HEADER = struct.Struct("!I")
-
-
-def import_time_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_PREFIXES)}
-
-
-# Read through the configuration at run time (refreshed in each job), so they may differ.
-RUNTIME_ONLY = frozenset({"ANSIBLE_CACHE_PLUGIN_CONNECTION"})
-
-
-def _comparable(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k not in RUNTIME_ONLY}
-
 
 # --- server --------------------------------------------------------------------------------
 
@@ -94,149 +91,14 @@ def _send(conn: socket.socket, word: str, value: object) -> None:
     conn.sendall(f"{word} {value}\n".encode())
 
 
-# The server's import-time environment and working directory (set by serve()).
-_SERVER_ENV: dict[str, str] = {}
-# Settings whose value depends on the working directory or is made per process.
-_PATH_TYPES = frozenset({"path", "pathspec", "pathlist", "tmppath", "temppath", "tmp"})
-
-
-def settings_to_refresh(
-    definitions: Mapping[str, Mapping[str, object]],
-    server_env: Mapping[str, str],
-    job_env: Mapping[str, str],
-) -> list[str]:
-    """The settings a job must recompute: those read from an environment variable whose value
-    differs from the server's, and every path (relative paths follow the job's working
-    directory; `tmppath` makes a directory per process)."""
-    changed = {
-        key
-        for key in set(import_time_env(server_env)) | set(import_time_env(job_env))
-        if server_env.get(key) != job_env.get(key)
-    }
-    names = []
-    for name, definition in definitions.items():
-        env_names = {
-            str(entry.get("name"))
-            for entry in definition.get("env", None) or []  # type: ignore[attr-defined]
-            if isinstance(entry, Mapping)
-        }
-        if env_names & changed or definition.get("type") in _PATH_TYPES:
-            names.append(name)
-    return names
-
-
-def _refresh_ansible_config() -> None:
-    """Re-read the Ansible settings that the job's cwd and environment can change.
-
-    ConfigManager reads environment variables when a value is asked for, so the constants are
-    recomputed from it. It keeps the configuration definitions of the plugins loaded so far
-    (parsing their documentation costs most of a short run), so it is only replaced when the
-    job finds another ansible.cfg (ANSIBLE_CONFIG, ./ansible.cfg, ...) than the server did;
-    otherwise only the settings `settings_to_refresh` names are recomputed.
-    """
-    if "ansible.constants" not in sys.modules:
-        return
-    import ansible.constants as C
-    from ansible.config.manager import ConfigManager, find_ini_config_file
-
-    definitions = C.config.get_configuration_definitions()
-    if find_ini_config_file() != C.config._config_file or not _SERVER_ENV:
-        C.config = ConfigManager()
-        names = list(definitions)
-    else:
-        names = settings_to_refresh(definitions, _SERVER_ENV, os.environ)
-    for setting in names:
-        C.set_constant(setting, C.config.get_config_value(setting, variables=vars(C)))
-
-
-def _keep_collection_loader() -> None:
-    """The server configured the collection loader already (same environment, checked);
-    the CLI would configure it again and warn."""
-    from ansible.plugins import loader
-    from ansible.utils.collection_loader import AnsibleCollectionConfig
-
-    if AnsibleCollectionConfig.collection_finder is not None:
-        loader._configure_collection_loader = lambda prefix_collections_path=None: None
-
-
-def _share_ansiballz_cache() -> None:
-    """Reuse built module payloads across runs: ansible-core keeps them in a per-process temp
-    dir and rebuilds them every run (0.1-0.3 s). The shared cache lives as long as the server;
-    its entries are keyed by module name, so an operator restart picks up edited modules."""
-    shared = os.environ.get(ANSIBALLZ_CACHE_ENV)
-    if not shared or "ansible.constants" not in sys.modules:
-        return
-    import ansible.constants as C
-
-    link = os.path.join(C.DEFAULT_LOCAL_TMP, "ansiballz_cache")
-    if not os.path.lexists(link):
-        os.makedirs(shared, mode=0o700, exist_ok=True)
-        os.symlink(shared, link)
-
-
-def _profiled(target: Callable[[list[str]], int], argv: list[str]) -> int:
-    """Run a job under cProfile when $OPERATOR_RUNNER_PROFILE names a file prefix
-    (PREFIX.<kind>.<pid> per job, and PREFIX.worker.<pid> per task of a playbook job;
-    see bench/README.md)."""
-    prefix = os.environ.get("OPERATOR_RUNNER_PROFILE")
-    if not prefix:
-        return target(argv)
-    import cProfile
-
-    if target is _run_playbook:
-        _profile_workers(prefix)
-    profiler = cProfile.Profile(time.process_time)
-    profiler.enable()
-    try:
-        return target(argv)
-    finally:
-        profiler.disable()
-        kind = "playbook" if target is _run_playbook else "module"
-        profiler.dump_stats(f"{prefix}.{kind}.{os.getpid()}")
-
-
-def _profile_workers(prefix: str) -> None:
-    """Each task runs in a worker process forked from the playbook job: profile those too."""
-    import cProfile
-
-    from ansible.executor.process.worker import WorkerProcess
-
-    run = WorkerProcess.run
-
-    def profiled_run(self: WorkerProcess) -> None:
-        monitoring = getattr(sys, "monitoring", None)  # 3.12+: the job's profiler came along
-        if monitoring is not None and monitoring.get_tool(monitoring.PROFILER_ID):
-            monitoring.set_events(monitoring.PROFILER_ID, 0)
-            monitoring.free_tool_id(monitoring.PROFILER_ID)
-        profiler = cProfile.Profile(time.process_time)
-        profiler.enable()
-        try:
-            run(self)
-        finally:
-            profiler.disable()
-            profiler.dump_stats(f"{prefix}.worker.{os.getpid()}")
-
-    WorkerProcess.run = profiled_run
-
-
 def _run_playbook(argv: list[str]) -> int:
-    _refresh_ansible_config()
-    _share_ansiballz_cache()
-    _keep_collection_loader()
-    direct.install()
-    templatecache.install()
-    from ansible.cli.playbook import main
-
-    try:
-        main(argv)
-    except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else 1
-    return 0
+    guard.step("ansiballz-cache", core.share_ansiballz_cache, None)
+    return core.run_cli(argv)
 
 
 def _run_module(argv: list[str]) -> int:
-    modulehost.become_target()
-    collectionutils.install()
+    guard.required("module-host", modulehost.become_target)
+    guard.step("kept-module-utils", collectionutils.activate, None)
     try:
         if len(argv) > 1:
             sys.argv = argv[1:]
@@ -257,22 +119,40 @@ TARGETS: dict[str, Callable[[list[str]], int]] = {
 }
 
 
+def _refused(kind: str) -> str | None:
+    """Why a job (its environment and working directory in place) must run the real program
+    instead; a failure here is recorded and hands the job back as well."""
+    if kind != "playbook" or not apply.installed("config-refresh"):
+        return None
+    try:
+        return configrefresh.refresh()
+    except Exception as err:
+        guard.failed("config-refresh", err, handed_back=True)
+        return f"its configuration could not be refreshed: {err}"
+
+
 def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int]) -> None:
     """In the forked child: become the job, run it, report the exit code, exit."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    env = job["env"]
+    assert isinstance(env, dict)
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in env.items()})
+    os.environ[JOB_ENV] = kind
+    os.chdir(str(job["cwd"]))
+    apply.rename_for_test("job")
+    why = _refused(kind)
+    if why is not None:
+        _send(conn, "refused", why)
+        os._exit(0)
     os.setsid()  # a session (and process group) of its own, as ansible-runner's pexpect child
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target)
     for fd in fds:
         os.close(fd)
     serverprocess.take_terminal()
-    env = job["env"]
-    assert isinstance(env, dict)
-    os.environ.clear()
-    os.environ.update({str(k): str(v) for k, v in env.items()})
-    os.chdir(str(job["cwd"]))
     argv = [str(a) for a in job["argv"]]  # type: ignore[attr-defined]
     sys.argv = argv
     _send(conn, "pid", os.getpid())
@@ -291,7 +171,7 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
     gc.set_threshold(50_000, 20, 20)  # a short-lived job: collect rarely (the default is 700)
     code = 1
     try:
-        code = _profiled(TARGETS[kind], argv)
+        code = profiling.profiled(kind, TARGETS[kind], argv)
     except BaseException as err:  # report, as the real program would, then exit non-zero
         import traceback
 
@@ -304,28 +184,36 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
 
 
 def serve(sockets: Mapping[str, str]) -> None:
-    """Preload every kind in `sockets` (kind -> socket path), listen on each socket, fork a
-    child per job; runs until killed. One process for both kinds holds their common imports
-    once (the module kind first: its jobs are told apart from the controller in
-    `_as_module_host`)."""
+    """Preload every kind in `sockets` (kind -> socket path) with its patches, check them,
+    report, listen on each socket, fork a child per job; runs until killed. One process for
+    both kinds holds their common imports once (the module kind first: its jobs are told
+    apart from the controller in `modulehost`)."""
     serverprocess.die_with_parent()
     # Stopped by SIGTERM (by the executor, or at the operator's death): the server's exit
     # handlers run (Ansible's local temp folder of this process), as a program's would.
     signal.signal(signal.SIGTERM, serverprocess.exit_on_term)
-    _SERVER_ENV.update(os.environ)
-    kinds = sorted(sockets, key=lambda kind: kind != "module")
-    for kind in kinds:
-        preload_for(kind)
-        if kind == "module":
-            modulehost.remember()
-    modulehost.seal()
-    import gc
+    status = os.path.join(os.path.dirname(next(iter(sockets.values()))), STATUS_FILE)
+    try:
+        apply.start(sockets)
+        for kind in sorted(sockets, key=lambda kind: kind != "module"):
+            preload_for(kind)
+        if apply.installed("module-host"):
+            modulehost.seal()
+        apply.check_all()
+        import gc
 
-    gc.collect()
-    immortal.immortalize(gc.get_objects())  # jobs' reference counting leaves them alone too
-    gc.freeze()  # jobs' garbage collections leave the preloaded objects (their pages) alone
+        gc.collect()
+        if apply.install("immortal"):  # jobs' reference counting leaves them alone
+            apply.check("immortal")
+        gc.freeze()  # jobs' garbage collections leave the preloaded objects (their pages) alone
+    except apply.PatchFailed as failed:
+        apply.report(status, failed)
+        print(f"forkserver: {failed}", file=sys.stderr)
+        serverprocess.end_as_a_program()
+        os._exit(3)
+    apply.report(status, None)
     serverprocess.trim_heap()
-    baseline = _comparable(import_time_env(os.environ))
+    baseline = configrefresh.comparable(os.environ)
     # Reap finished jobs (not SIG_IGN: their CPU time must add up in this process's rusage,
     # so that the operator's whole process tree can be accounted for).
     signal.signal(signal.SIGCHLD, serverprocess.reap)
@@ -357,7 +245,7 @@ def _serve_one(
         job, fds = _recv_job(conn)
         env = job.get("env")
         if not isinstance(env, dict) or (
-            kind == "playbook" and _comparable(import_time_env(env)) != baseline
+            kind == "playbook" and configrefresh.comparable(env) != baseline
         ):
             _send(conn, "refused", "the environment Ansible reads at import differs")
             return

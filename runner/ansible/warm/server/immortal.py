@@ -59,3 +59,17 @@ def immortalize(roots: Iterable[object]) -> int:
         else:
             stack.extend(gc.get_referents(obj))
     return count
+
+
+def install() -> bool:
+    """Everything the server holds, once it is all in place (the last step before it serves)."""
+    if not supported():
+        return False
+    gc.collect()
+    immortalize(gc.get_objects())
+    return True
+
+
+def check() -> None:
+    if sys.getrefcount(sys.modules) < IMMORTAL:
+        raise AssertionError("the preloaded objects are not immortal")

@@ -162,3 +162,13 @@ def install() -> bool:
     finally:
         sys.meta_path.remove(finder)
     return True
+
+
+def check() -> None:
+    client = importlib.import_module("kubernetes.client")  # not statically: .importlinter
+    for package in PACKAGES:
+        module = sys.modules.get(package)
+        if module is not None and not isinstance(module.__spec__.loader, _LazyPackage):  # type: ignore[union-attr]
+            raise AssertionError(f"{package} is not the lazy package")
+    if client.Configuration.__name__ != "Configuration":
+        raise AssertionError("kubernetes.client.Configuration")

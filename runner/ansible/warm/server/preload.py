@@ -1,19 +1,16 @@
-"""What the fork servers import and warm once, before they fork jobs."""
+"""What the fork server imports and warms once, before it forks jobs, with the registry's
+patches installed where each belongs (`apply.install`: only those verified on the running
+line)."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import sys
-from pathlib import Path
-from typing import Any
+from contextlib import nullcontext
 
-from runner.ansible.warm.patches import collectionutils, jinjamisses, routingmeta
-from runner.ansible.warm.server.codecache import (
-    collection_roots,
-    install_code_cache,
-    precompile_collections,
-)
+from runner.ansible.warm.patches import apply, collectionutils, routingmeta
+from runner.ansible.warm.server.codecache import collection_roots
 from runner.ansible.warm.server.deferred import deferring
 
 PRELOAD = {
@@ -74,130 +71,48 @@ def preload_for(kind: str) -> None:
         _preload(kind)
 
 
+# The playbook kind's patches, installed in this order once its modules are imported (the
+# plugin warm-up, between them, runs inside the routing metadata's compaction).
+PLAYBOOK_BEFORE_WARMUP = ("cli", "config-refresh", "config-defaults")
+PLAYBOOK_AFTER_WARMUP = (
+    "jinja-misses",
+    "template-cache",
+    "template-cache-jinja",
+    "direct",
+    "localtmp",
+    "collection-loader",
+    "ansiballz-cache",
+    "profile-workers",
+)
+
+
 def _preload(kind: str) -> None:
     import importlib
 
     if kind == "module":
-        try:
-            count = precompile_collections(collection_roots(os.environ, sys.path))
-        except Exception as err:  # only costs speed
-            print(f"forkserver[{kind}]: could not precompile collections: {err}", file=sys.stderr)
-        else:
-            if count:
-                install_code_cache()
-
-    if kind == "module":
-        from runner.ansible.warm.server import lazykube
-
-        try:
-            lazykube.install()  # kubernetes.client's generated classes imported when used
-        except Exception as err:  # the usual import follows
-            print(f"forkserver[{kind}]: kubernetes.client imported in full: {err}", file=sys.stderr)
+        apply.install("code-cache")
+        apply.install("wrapper-compile")
+        apply.install("lazy-kubernetes")  # kubernetes.client's classes imported when used
     for name in PRELOAD[kind]:
         try:
             importlib.import_module(name)
         except Exception as err:  # a missing optional module only costs speed
             print(f"forkserver[{kind}]: could not preload {name}: {err}", file=sys.stderr)
     if kind == "module":
-        try:
-            collectionutils.preload(collection_roots(os.environ, sys.path))
-        except Exception as err:  # only costs speed
-            print(
-                f"forkserver[{kind}]: collections' module_utils not preloaded: {err}",
-                file=sys.stderr,
-            )
+        apply.install("kept-module-utils")
+        apply.install("module-host")
+        apply.install("module-host-flags")
     if kind == "playbook":
-        try:
-            cache_default_templates()
-        except Exception as err:  # only costs speed
-            print(
-                f"forkserver[{kind}]: templated defaults compiled per read: {err}", file=sys.stderr
-            )
-        try:
-            with routingmeta.compacted():
-                _warm_plugins()
-        except Exception as err:
-            print(f"forkserver[{kind}]: could not warm the plugin loaders: {err}", file=sys.stderr)
-        try:
-            jinjamisses.install()
-            jinjamisses.warm()
-        except Exception as err:  # only costs speed
-            print(
-                f"forkserver[{kind}]: Jinja's built-ins looked up per task: {err}", file=sys.stderr
-            )
+        for name in PLAYBOOK_BEFORE_WARMUP:
+            apply.install(name)
+        compacting = routingmeta.compacted() if apply.install("routing-meta") else nullcontext()
+        with compacting:
+            apply.install("plugin-warmup")
+        for name in PLAYBOOK_AFTER_WARMUP:
+            apply.install(name)
 
 
-# Plugins every run loads: found, imported and their documented options registered once here
-# (parsing plugin documentation is most of a short run's cost), inherited by every job.
-WARM_PLUGINS = {
-    "inventory": ("host_list", "script", "auto", "yaml", "ini", "toml"),
-    "connection": ("local",),
-    "shell": ("sh",),
-    "become": ("sudo",),
-    "strategy": ("linear",),
-    "action": ("normal", "debug", "command", "set_fact", "include_role", "fail", "assert"),
-    "cache": ("jsonfile", "memory"),
-    "lookup": ("env", "file", "template"),
-}
-# Listed in full by every run (PlaybookExecutor.run, TaskQueueManager, the vars manager).
-WARM_ALL = ("connection", "shell", "become", "vars", "filter", "test")
-
-
-def _warm_plugins() -> None:
-    from ansible.plugins import loader
-
-    loader.init_plugin_loader([])
-    for kind, names in WARM_PLUGINS.items():
-        plugin_loader = getattr(loader, f"{kind}_loader")
-        for name in names:
-            plugin_loader.get(name, class_only=True)
-    for kind in WARM_ALL:
-        list(getattr(loader, f"{kind}_loader").all(class_only=True))
-    # Every callback ansible-core ships (each run lists them all), one by one: not
-    # ansible-runner's awx_display, which reads the run's artifact dir when it is imported.
-    builtin = Path(loader.__file__).parent / "callback"
-    for path in sorted(builtin.glob("*.py")):
-        if not path.name.startswith("_"):
-            loader.callback_loader.get(path.stem, class_only=True)
-
-
-def cache_default_templates() -> None:
-    """Ansible's ConfigManager renders a templated default (`{{ ANSIBLE_HOME ~ "/plugins" }}`)
-    by compiling it with a new Jinja environment on every read: ~60 reads per run (the path
-    settings a job refreshes, the plugins it loads), most of them such compilations. Each
-    source is compiled once here (the server's reads fill the cache its jobs inherit); every
-    read still renders it with the variables of that read. Anything unusual goes to Ansible's
-    own code, which also records a failure as before."""
-    from ansible.config.manager import ConfigManager
-    from jinja2.nativetypes import NativeEnvironment
-
-    original = ConfigManager.template_default
-    compiled: dict[str, Any] = {}
-
-    def template_default(
-        self: ConfigManager, value: Any, variables: Any, key_name: str = "<unknown>"
-    ) -> Any:
-        if (
-            isinstance(value, str)
-            and value.startswith("{{")
-            and value.endswith("}}")
-            and variables is not None
-        ):
-            try:
-                template = compiled.get(value)
-                if template is None:
-                    template = compiled[value] = NativeEnvironment().from_string(value)
-                return template.render(variables)
-            except Exception:  # Ansible's own path reports it
-                pass
-        return original(self, value, variables, key_name)
-
-    ConfigManager.template_default = template_default
-    # The core settings were read when ansible.constants was imported, before this: their
-    # templated defaults are compiled now (the plugins' as the plugin loaders are warmed).
-    import ansible.constants as C
-
-    for definition in C.config.get_configuration_definitions().values():
-        default = definition.get("default")
-        if isinstance(default, str) and default.startswith("{{") and default.endswith("}}"):
-            compiled.setdefault(default, NativeEnvironment().from_string(default))
+def keep_module_utils() -> bool:
+    """The `kept-module-utils` patch: kubernetes.core's module_utils imported once (False when
+    no collection of `collectionutils.COLLECTIONS` is installed)."""
+    return collectionutils.preload(collection_roots(os.environ, sys.path)) > 0

@@ -1,0 +1,141 @@
+"""The registry's patches installed and checked in the fork server, and its start-up report.
+
+`start` reads the ansible-core version and refuses a line the core is not verified on;
+`install(name)` is called by the preload at the point where that patch belongs (the order of
+the imports matters), and installs it only when it is verified on the running line;
+`check_all` runs the installed patches' checks. Any exception is a `PatchFailed` naming the
+patch: the server reports it (`report`, read by the operator's `WarmPool`) and exits, and the
+operator takes the plain path for good.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.ansible.warm.jobenv import TEST_RENAME_ENV
+from runner.ansible.warm.patches.registry import BY_NAME, CORE_LINES, line_of
+
+
+class PatchFailed(Exception):
+    def __init__(self, patch: str, error: str) -> None:
+        super().__init__(f"{patch}: {error}")
+        self.patch = patch
+        self.error = error
+
+
+@dataclass
+class Applied:
+    version: str
+    line: str
+    kinds: frozenset[str]
+    installed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # not verified on this line
+    unused: list[str] = field(default_factory=list)  # not needed here (said its install)
+
+
+_APPLIED: list[Applied] = []
+
+
+def state() -> Applied:
+    if not _APPLIED:
+        raise RuntimeError("apply.start() was not called")
+    return _APPLIED[0]
+
+
+def start(kinds: Iterable[str], version: str | None = None) -> Applied:
+    """The running ansible-core's version and line; `PatchFailed("core", ...)` on a line the
+    core is not verified on."""
+    if version is None:
+        from ansible.release import __version__
+
+        version = str(__version__)
+    applied = Applied(version, line_of(version), frozenset(kinds))
+    _APPLIED[:] = [applied]
+    if applied.line not in CORE_LINES:
+        raise PatchFailed(
+            "core",
+            f"ansible-core {version} is not among the lines the warm executor is verified on "
+            f"({CORE_LINES[0]} to {CORE_LINES[-1]})",
+        )
+    rename_for_test("server")
+    return applied
+
+
+def resolve(where: str) -> Callable[[], Any]:
+    module, _, name = where.partition(":")
+    function: Callable[[], Any] = getattr(importlib.import_module(module), name)
+    return function
+
+
+def install(name: str) -> bool:
+    """Install patch `name` if it is verified on the running line and its kind is served;
+    False when it is not (or it says it does not apply here)."""
+    applied, patch = state(), BY_NAME[name]
+    if patch.kind != "any" and patch.kind not in applied.kinds:
+        return False
+    if applied.line not in patch.lines:
+        applied.skipped.append(name)
+        return False
+    try:
+        done = resolve(patch.install)()
+    except Exception as err:
+        raise PatchFailed(name, f"install: {type(err).__name__}: {err}") from err
+    if done is False:
+        applied.unused.append(name)
+        return False
+    applied.installed.append(name)
+    return True
+
+
+def installed(name: str) -> bool:
+    return bool(_APPLIED) and name in _APPLIED[0].installed
+
+
+def check(name: str) -> None:
+    try:
+        resolve(BY_NAME[name].check)()
+    except Exception as err:
+        raise PatchFailed(name, f"check: {type(err).__name__}: {err}") from err
+
+
+def check_all() -> None:
+    for name in state().installed:
+        check(name)
+
+
+def report(path: str, failure: PatchFailed | None) -> None:
+    """The start-up report the operator reads (written before the sockets appear)."""
+    applied = _APPLIED[0] if _APPLIED else None
+    body: dict[str, Any] = {
+        "ansible": applied.version if applied else None,
+        "line": applied.line if applied else None,
+        "installed": applied.installed if applied else [],
+        "skipped": applied.skipped if applied else [],
+        "failed": {"patch": failure.patch, "error": failure.error} if failure else None,
+    }
+    partial = f"{path}.tmp"
+    with open(partial, "w", encoding="utf-8") as file:
+        json.dump(body, file)
+    os.replace(partial, path)
+
+
+def rename_for_test(phase: str, environ: dict[str, str] | None = None) -> None:
+    """Test-only ($OPERATOR_RUNNER_WARM_TEST_RENAME=PHASE:MODULE:ATTRIBUTE): rename that
+    attribute (to ATTRIBUTE_renamed) as an ansible-core release that renamed it would, in the
+    server before the patches are installed (`server`) or in each job (`job`)."""
+    spec = (environ if environ is not None else os.environ).get(TEST_RENAME_ENV, "")
+    wanted, _, where = spec.partition(":")
+    if wanted != phase or not where:
+        return
+    module, _, path = where.partition(":")
+    owner: Any = importlib.import_module(module)
+    *parents, attribute = path.split(".")
+    for parent in parents:
+        owner = getattr(owner, parent)
+    setattr(owner, f"{attribute}_renamed", getattr(owner, attribute))
+    delattr(owner, attribute)
