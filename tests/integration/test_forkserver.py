@@ -126,10 +126,12 @@ def test_a_module_job_of_the_server_for_both_kinds_sees_no_controller(tmp_path: 
     code = (
         "import sys\n"
         f"sys.path.insert(0, {str(payload)!r})\n"
-        "from ansible.module_utils import _internal\n"
+        "import ansible.module_utils as utils\n"
         "from ansible.utils.collection_loader import AnsibleCollectionConfig\n"
         "from ansible_collections.kubernetes.core.plugins.module_utils import probe\n"
-        "print(_internal.is_controller, AnsibleCollectionConfig.collection_finder, probe.WHERE,\n"
+        "internal = getattr(utils, '_internal', None)  # 2.19 on: is_controller\n"
+        "finder = AnsibleCollectionConfig.collection_finder\n"
+        "print(getattr(internal, 'is_controller', False), finder, probe.WHERE,\n"
         "      probe.__file__.startswith(sys.path[0]))\n"
     )
     socks = {kind: tmp_path / f"{kind}.sock" for kind in ("playbook", "module")}

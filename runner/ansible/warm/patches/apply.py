@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +73,22 @@ def resolve(where: str) -> Callable[[], Any]:
     return function
 
 
+_TARGET = re.compile(r"^[\w.]+:[\w.]+$")  # module:attribute (anything else describes one)
+
+
+def find_target(target: str) -> None:
+    """Raise when `target` ("module:Owner.attribute") is not there, the attribute defined on
+    that very owner (not inherited from a base class ansible-core moved it to)."""
+    module, _, path = target.partition(":")
+    owner: Any = importlib.import_module(module)
+    *parents, attribute = path.split(".")
+    for parent in parents:
+        owner = getattr(owner, parent)
+    there = attribute in vars(owner) if isinstance(owner, type) else hasattr(owner, attribute)
+    if not there:
+        raise AttributeError(f"{target} is not there")
+
+
 def install(name: str) -> bool:
     """Install patch `name` if it is verified on the running line and its kind is served;
     False when it is not (or it says it does not apply here)."""
@@ -82,6 +99,9 @@ def install(name: str) -> bool:
         applied.skipped.append(name)
         return False
     try:
+        for target in patch.targets:
+            if _TARGET.match(target):
+                find_target(target)
         done = resolve(patch.install)()
     except Exception as err:
         raise PatchFailed(name, f"install: {type(err).__name__}: {err}") from err

@@ -29,7 +29,9 @@ _S = "runner.ansible.warm.server."
 class Patch:
     name: str
     kind: str  # the server's preload it belongs to: playbook, module (or both: "any")
-    targets: tuple[str, ...]  # "module:attribute" (or a description of what it changes)
+    #: "module:Owner.attribute", each found before the install (defined on that very owner), or
+    #: a description of what it changes (anything with a space).
+    targets: tuple[str, ...]
     lines: tuple[str, ...]  # the ansible-core lines it is verified on
     install: str  # "module:function", called once in the server
     check: str  # "module:function", called in the server once everything is installed
@@ -97,7 +99,10 @@ PATCHES = (
     Patch(
         "plugin-warmup",
         "playbook",
-        ("ansible.plugins.loader:init_plugin_loader", "ansible.vars.plugins:_prime_vars_loader"),
+        (
+            "ansible.plugins.loader:init_plugin_loader",
+            "ansible.vars.plugins: _prime_vars_loader (2.16 on)",
+        ),
         ALL,
         _S + "plugins:warm",
         _S + "plugins:check",
@@ -122,8 +127,10 @@ PATCHES = (
         "jinja-misses",
         "playbook",
         (
-            "ansible.plugins.loader:Jinja2Loader.get",
-            "ansible.plugins.loader:Jinja2Loader._cached_non_collection_wrappers",
+            "ansible.plugins.loader:PluginLoader.get",
+            "ansible.plugins.loader:Jinja2Loader.get_with_context",
+            "ansible.plugins.loader:filter_loader._cached_non_collection_wrappers",
+            "ansible.plugins.loader:test_loader._cached_non_collection_wrappers",
         ),
         ALL,
         _P + "jinjamisses:install",
@@ -133,9 +140,12 @@ PATCHES = (
         "template-cache",
         "playbook",
         (
-            "ansible._internal._templating._jinja_bits:AnsibleEnvironment.compile",
+            "jinja2.environment:Environment.compile",
             "ansible._internal._templating._jinja_bits:AnsibleEnvironment.compile_expression",
-            "ansible._internal._templating._jinja_plugins:JinjaPluginIntercept.get",
+            "ansible._internal._templating._jinja_bits:_TemplateCompileContext",
+            "ansible._internal._templating._jinja_bits:_TEMPLATE_OVERRIDE_FIELD_NAMES",
+            "ansible._internal._templating._jinja_bits:_TemplateConfig.allow_embedded_templates",
+            "ansible._internal._templating._jinja_plugins:JinjaPluginIntercept",
         ),
         FROM_2_19,
         _P + "templatecache:install",
@@ -144,7 +154,11 @@ PATCHES = (
     Patch(
         "template-cache-jinja",
         "playbook",
-        ("ansible.template:AnsibleEnvironment.compile", "ansible.template:JinjaPluginIntercept"),
+        (
+            "jinja2.environment:Environment.compile",
+            "ansible.template:AnsibleEnvironment",
+            "ansible.template:JinjaPluginIntercept",
+        ),
         UP_TO_2_18,
         _P + "templatecache_jinja:install",
         _P + "templatecache_jinja:check",

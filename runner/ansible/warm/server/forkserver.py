@@ -136,6 +136,10 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    # The server's exit handlers are the server's; the job's own (Ansible's local temp folder,
+    # made by the configuration refresh below, a module's tmpdir, kubernetes' temp files) run
+    # when it ends, as in the real program.
+    atexit._clear()
     env = job["env"]
     assert isinstance(env, dict)
     os.environ.clear()
@@ -146,6 +150,7 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
     why = _refused(kind)
     if why is not None:
         _send(conn, "refused", why)
+        serverprocess.end_as_a_program()  # the temp folder its refresh made goes
         os._exit(0)
     os.setsid()  # a session (and process group) of its own, as ansible-runner's pexpect child
     for target, fd in enumerate(fds[:3]):
@@ -163,9 +168,6 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
         os.killpg(0, signal.SIGTERM)
 
     threading.Thread(target=orphaned, daemon=True).start()
-    # The server's exit handlers are the server's; the job's own (Ansible's local temp folder,
-    # a module's tmpdir, kubernetes' temp files) run when it ends, as in the real program.
-    atexit._clear()
     import gc
 
     gc.set_threshold(50_000, 20, 20)  # a short-lived job: collect rarely (the default is 700)
