@@ -142,3 +142,18 @@ def test_a_library_module_and_its_module_utils(executor: Executor, tmp_path: Pat
     )
     messages = _run(executor, tmp_path / "private", tmp_path / "project" / "main.yml", "lib")
     assert messages == {"greeted": "from module_utils to you"}
+
+
+def test_the_canary_passes_with_jinjas_native_types(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user of 2.15-2.18 may turn native types on (2.19 has them always): the warm executor's
+    canary must give its result all the same."""
+    monkeypatch.setenv("ANSIBLE_JINJA2_NATIVE", "True")
+    _write(tmp_path / "project", {"main.yml": "- hosts: localhost\n  gather_facts: false\n"})
+    executor = Executor(roles_paths=[], tmp_dir=tmp_path / "tmp", warm=True)
+    try:
+        _run(executor, tmp_path / "private", tmp_path / "project" / "main.yml", "native")
+        _warm_as_asked(executor, "warm")
+    finally:
+        executor.close()
