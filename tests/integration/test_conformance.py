@@ -31,7 +31,7 @@ ANSIBLE_ARGS = "--ansible-args='--extra-vars from_args=yes'"
 
 def _inventory(tmp: Path) -> Path:
     """An inventory folder as operator-sdk's advanced-molecule ships one (a group of its own
-    with a local host), named by ANSIBLE_INVENTORY."""
+    with a local host, group_vars/ and host_vars/), named by ANSIBLE_INVENTORY."""
     folder = tmp / "inventory"
     folder.mkdir()
     (folder / "hosts").write_text(
@@ -40,6 +40,12 @@ def _inventory(tmp: Path) -> Path:
         "\n[conformance_group:vars]\nfrom_inventory=yes\n",
         encoding="utf-8",
     )
+    # Variables of the group and the host in files beside `hosts` (host_group_vars), as
+    # advanced-molecule's inventory has them.
+    (folder / "group_vars").mkdir()
+    (folder / "group_vars" / "conformance_group.yml").write_text("from_group_vars: group\n")
+    (folder / "host_vars").mkdir()
+    (folder / "host_vars" / "127.0.0.1.yml").write_text("from_host_vars: host\n")
     return folder
 
 
@@ -110,9 +116,12 @@ def test_ansible_inventory_from_the_environment_is_used(env: Env) -> None:
     env.create("Inventoried", "inv")
     env.wait_condition("Inventoried", "inv")
     data = env.config_map_data("inv-inventory")
-    assert data == {"host": "127.0.0.1", "from_inventory": "yes"}, (
-        "the play for the inventory's group ran on its host"
-    )
+    assert data == {
+        "host": "127.0.0.1",
+        "from_inventory": "yes",
+        "from_group_vars": "group",
+        "from_host_vars": "host",
+    }, "the play for the inventory's group ran on its host, with the group's and host's vars"
 
 
 def test_configmap_as_primary_reconciles_on_every_data_change(env: Env) -> None:

@@ -26,8 +26,12 @@ class Env(kit.Env):
     other = ""  # a second namespace, not watched
 
 
-@pytest.fixture(scope="module")
-def env(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+@pytest.fixture(scope="module", params=["warm", "plain"])
+def env(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Env]:
+    """The operator, once with the warm executor and once with plain ansible-runner runs: the
+    proxy, owner references and dependent watches behave alike on both paths."""
     tmp = tmp_path_factory.mktemp("dependents")
     with (
         cluster.api_client() as api,
@@ -39,7 +43,7 @@ def env(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         environment = Env(cluster, api, ns, tmp, group=GROUP, watches=WATCHES)
         environment.other = other
         try:
-            environment.start()
+            environment.start(args=(f"--executor={request.param}",))
             yield environment
         finally:
             environment.stop()

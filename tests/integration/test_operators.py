@@ -85,13 +85,20 @@ def crds(cluster: Cluster) -> None:
         wait_established(api)
 
 
-@pytest.fixture(scope="module")
-def env(cluster: Cluster, crds: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+@pytest.fixture(scope="module", params=["warm", "plain"])
+def env(
+    cluster: Cluster,
+    crds: None,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> Iterator[Env]:
+    """The project's operators, once with the warm executor and once with plain ansible-runner
+    runs: both paths must pass the same tests."""
     tmp = tmp_path_factory.mktemp("operators")
     with cluster.api_client() as api, temporary_namespace(cluster, "ops") as namespace:
         environment = Env(cluster, api, namespace, tmp, watches=WATCHES)
         try:
-            environment.start()
+            environment.start(args=(f"--executor={request.param}",))
             yield environment
         finally:
             environment.stop()
