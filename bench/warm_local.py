@@ -62,8 +62,9 @@ def session(runs: int) -> tuple[float, list[tuple[float, float]]]:
     pool = WarmPool(BASE_ENV)
     memory: list[tuple[float, float]] = []
     try:
-        if not pool.wait_ready():
-            raise SystemExit("the warm executor did not start")
+        started = pool.wait_ready()
+        if started.failure is not None:
+            raise SystemExit(f"the warm executor did not start: {started.failure}")
         for _ in range(runs):
             private = Path(tempfile.mkdtemp(prefix="warm-local-"))
             try:
@@ -89,7 +90,7 @@ def session(runs: int) -> tuple[float, list[tuple[float, float]]]:
                     raise SystemExit(f"run {run.status}: {run.stdout.read()[-2000:]}")
             finally:
                 shutil.rmtree(private, ignore_errors=True)
-        memory = [smaps(proc.pid) for proc in pool._procs]
+        memory = [smaps(pool.server_pid)]
     finally:
         pool.stop()
     return children_cpu() - start, memory

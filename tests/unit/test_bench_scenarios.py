@@ -4,6 +4,8 @@ speedup, and the warm-up CR names that rendezvous hashing gives to each replica.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bench import fairness, sharding
@@ -105,3 +107,21 @@ def test_table_says_when_the_resync_was_sampled() -> None:
     assert "scale/peer: the resync's" not in text
     assert "scale/peer: its probe asked for a longer period than the greatest (3000 s)" in text
     assert "scale/ours: its probe" not in text
+
+
+def test_the_lines_scenario_reads_which_executor_the_operator_chose(tmp_path: Path) -> None:
+    from bench import lines
+
+    log = tmp_path / "operator.log"
+    log.write_text(
+        '{"msg": "executor: warm (fork server, started and proved by a canary with the first'
+        ' run), ansible-core 2.18.19, no memory limit known"}\n'
+        '{"msg": "executor: warm (fork server), ansible-core 2.18.19, 17 patches"}\n'
+    )
+    assert lines.chosen(log) == "warm, 17 patches"
+    with log.open("a") as out:
+        out.write('{"msg": "warm executor given up: patch direct failed: x"}\nnot json\n')
+    assert lines.chosen(log) == "plain: warm executor given up: patch direct failed: x"
+    log.write_text('{"msg": "executor: warm (fork servers), no memory limit known"}\n')
+    assert lines.chosen(log) == "warm (fork servers), no memory limit known"
+    assert lines.chosen(None) == "?"
