@@ -1,0 +1,117 @@
+"""The warm executor's life in an operator (runner/ansible/warm/lifecycle.py), with a fake
+pool: chosen by the line, proved once by the canary, given up for good with one warning."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+import pytest
+
+from runner.ansible.warm import lifecycle
+from runner.ansible.warm.pool import Started
+
+
+class FakePool:
+    started: ClassVar[list[FakePool]] = []
+    report: ClassVar[Started] = Started(
+        ansible="2.18.19", installed=["direct", "localtmp"], skipped=["x"]
+    )
+
+    def __init__(self, env: Any) -> None:
+        self.stopped = False
+        FakePool.started.append(self)
+
+    def wait_ready(self) -> Started:
+        return FakePool.report
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+@pytest.fixture
+def pools(monkeypatch: pytest.MonkeyPatch) -> list[FakePool]:
+    monkeypatch.setattr(lifecycle, "WarmPool", FakePool)
+    monkeypatch.setattr(lifecycle, "ansible_core_version", lambda: "2.18.19")
+    FakePool.started = []
+    FakePool.report = Started(ansible="2.18.19", installed=["direct", "localtmp"], skipped=["x"])
+    return FakePool.started
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_proved_once_then_warm_until_idle(
+    pools: list[FakePool], caplog: pytest.LogCaptureFixture
+) -> None:
+    canaries: list[object] = []
+    warm = lifecycle.WarmLifecycle({}, True, 0, lambda pool: canaries.append(pool))
+    caplog.set_level(logging.INFO)
+    assert warm.acquire() is pools[0] and warm.running
+    warm.release()
+    warm.close()  # stopped (as when idle); the next run starts it again, without a canary
+    assert pools[0].stopped and not warm.running
+    assert warm.acquire() is pools[1]
+    warm.release()
+    assert canaries == [pools[0]]
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert infos == [
+        "executor: warm (fork server), ansible-core 2.18.19, 2 patches (not on this line: x)"
+    ]
+
+
+def test_a_failed_canary_means_the_plain_path_for_good(
+    pools: list[FakePool], caplog: pytest.LogCaptureFixture
+) -> None:
+    warm = lifecycle.WarmLifecycle({}, True, 0, lambda pool: "the canary run gave 'x'")
+    assert warm.acquire() is None
+    warm.release()
+    assert warm.acquire() is None and len(pools) == 1 and pools[0].stopped
+    assert _warnings(caplog) == [
+        "warm executor given up: the canary run gave 'x' (ansible-core 2.18.19); "
+        "runs take the plain path from now on"
+    ]
+
+
+def test_a_server_that_failed_names_the_patch(
+    pools: list[FakePool], caplog: pytest.LogCaptureFixture
+) -> None:
+    FakePool.report = Started(ansible="2.18.19", failure="patch direct failed: install: x")
+    warm = lifecycle.WarmLifecycle({}, True, 0, lambda pool: None)
+    assert warm.acquire() is None
+    warm.release()
+    assert _warnings(caplog) == [
+        "warm executor given up: patch direct failed: install: x (ansible-core 2.18.19); "
+        "runs take the plain path from now on"
+    ]
+
+
+def test_given_up_while_runs_hold_it_the_server_goes_with_the_last(
+    pools: list[FakePool], caplog: pytest.LogCaptureFixture
+) -> None:
+    warm = lifecycle.WarmLifecycle({}, True, 120, lambda pool: None)
+    first, second = warm.acquire(), warm.acquire()
+    assert first is second is pools[0]
+    for _ in range(3):  # every run that saw a failure reports it: one warning
+        warm.give_up("patch direct failed in a run: boom")
+    assert len(_warnings(caplog)) == 1
+    warm.release()
+    assert not pools[0].stopped  # the other run still uses it
+    warm.release()
+    assert pools[0].stopped and warm.acquire() is None
+    warm.release()
+
+
+def test_a_line_not_verified_never_starts_a_server(
+    monkeypatch: pytest.MonkeyPatch, pools: list[FakePool], caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(lifecycle, "ansible_core_version", lambda: "2.22.0")
+    warm = lifecycle.WarmLifecycle({}, True, 0, lambda pool: None)
+    assert not warm.enabled and warm.acquire() is None and not pools
+    assert _warnings(caplog) == [
+        "warm executor not used: ansible-core 2.22.0 is not among the lines the warm executor "
+        "is verified on (2.15 to 2.21); runs take the plain path"
+    ]
+    plain = lifecycle.WarmLifecycle({}, False, 0, lambda pool: None)
+    assert plain.why_plain == "--executor=plain"
