@@ -19,11 +19,12 @@ import pytest
 from runner.ansible.warm.jobenv import TEST_RENAME_ENV
 
 from .conftest import Cluster
-from .kit import Env, crd, install_crd, temporary_namespace
+from .kit import PROJECT, Env, crd, install_crd, temporary_namespace
 
 pytestmark = pytest.mark.integration
 
-GROUP = "test.operator-runner.dev"
+GROUP = "fallback.operator-runner.dev"
+WATCHES = PROJECT / "watches-fallback.yaml"
 CRS = 4
 VERSION = metadata.version("ansible-core")
 
@@ -36,14 +37,21 @@ BROKEN = {
 }
 
 
+@pytest.fixture(scope="module")
+def basic_crd(cluster: Cluster) -> Iterator[None]:
+    with cluster.api_client() as api:
+        install_crd(api, crd(GROUP, "Basic"))
+    yield
+    cluster.kubectl("delete", "crd", f"basics.{GROUP}", "--wait=false", check=False)
+
+
 @pytest.fixture(params=sorted(BROKEN))
 def broken(
-    request: pytest.FixtureRequest, cluster: Cluster, tmp_path: Path
+    request: pytest.FixtureRequest, cluster: Cluster, basic_crd: None, tmp_path: Path
 ) -> Iterator[tuple[Env, str, str]]:
     rename, patch = BROKEN[request.param]
     with cluster.api_client() as api, temporary_namespace(cluster, "wf") as namespace:
-        install_crd(api, crd(GROUP, "Basic"))
-        env = Env(cluster, api, namespace, tmp_path, group=GROUP)
+        env = Env(cluster, api, namespace, tmp_path, group=GROUP, watches=WATCHES)
         try:
             env.start(args=("--executor=warm",), env={TEST_RENAME_ENV: rename})
             yield env, patch, request.param

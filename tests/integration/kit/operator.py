@@ -188,7 +188,8 @@ def install_crd(api: client.ApiClient, definition: dict[str, Any]) -> None:
     except client.exceptions.ApiException as err:
         if err.status != 409:
             raise
-        if ext.read_custom_resource_definition(name).metadata.deletion_timestamp:
+        # The same CRD of another test, being deleted (or gone since the create was refused)
+        if gone() or ext.read_custom_resource_definition(name).metadata.deletion_timestamp:
             wait_for(gone, timeout=60, what=f"the old CRD {name} to be deleted")
             ext.create_custom_resource_definition(definition)
 
