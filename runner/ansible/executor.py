@@ -173,9 +173,9 @@ class Executor:
         self._warm = WarmLifecycle(self._env, warm, warm_idle_timeout, self._canary)
         log.info(
             "executor: %s, ansible-core %s, %s",
-            "warm (fork server, from the first run)"
+            "warm (fork server, started and proved by a canary with the first run)"
             if self._warm.enabled
-            else "plain ansible-runner",
+            else f"plain ansible-runner ({self._warm.why_plain})",
             self._warm.version or "(unknown)",
             f"at most {max_parallel_runs} runs at once (memory limit)"
             if max_parallel_runs

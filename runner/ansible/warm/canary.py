@@ -4,7 +4,8 @@ whose result proves the warm path before any CR's run takes it.
 The playbook renders a template with a filter into a module's arguments, runs that module (a
 module job of the module server: the module reports the job kind the server gave it), looks a
 template up through a lookup plugin and reads the playbook job's own kind through another; the
-last task's message must be exactly `EXPECTED`. Anything else (a failed task, a job that did not
+last task's message must be exactly `EXPECTED` (with or without Jinja's native types, which a
+user may have turned on before 2.19). Anything else (a failed task, a job that did not
 run warm, another message) is a reason to take the plain path for good. Operator side: no
 ansible import (the run goes through the executor, the result is read from its job events).
 """
@@ -22,11 +23,11 @@ PLAYBOOK = f"""---
 - hosts: localhost
   gather_facts: false
   vars:
-    numbers: [3, 1, 2]
+    words: [c, a, b]
   tasks:
     - name: canary module
       warm_canary:
-        text: "{{{{ numbers | sort | join(',') }}}}"
+        text: "{{{{ words | sort | join(',') }}}}"
       register: module
     - name: canary lookup
       ansible.builtin.set_fact:
@@ -53,7 +54,7 @@ main()
 TEMPLATE = "{{ 2 * 3 }}\n"
 #: The module job and the playbook job ran warm; the filter, the template and the lookups gave
 #: what plain Ansible gives.
-EXPECTED = "module 1,2,3 6 playbook"
+EXPECTED = "module a,b,c 6 playbook"
 
 
 def write_project(folder: Path) -> Path:

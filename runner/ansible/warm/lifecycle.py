@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from importlib import metadata
 
@@ -47,7 +48,7 @@ class WarmLifecycle:
                 f"ansible-core {self.version or '(unknown)'} is not among the lines the warm "
                 f"executor is verified on ({registry.CORE_LINES[0]} to {registry.CORE_LINES[-1]})"
             )
-            log.warning("executor: plain ansible-runner: %s", self.why_plain)
+            log.warning("warm executor not used: %s; runs take the plain path", self.why_plain)
         self._proved = False
         self._pool: WarmPool | None = None
         self._lock = threading.Lock()
@@ -75,9 +76,11 @@ class WarmLifecycle:
             return self._pool
 
     def _start(self) -> WarmPool | None:
+        begun = time.monotonic()
         pool = WarmPool(self._env)
         started = pool.wait_ready()
         failure = started.failure
+        ready = time.monotonic()
         if failure is None and not self._proved:
             try:
                 failure = self._canary(pool)
@@ -90,10 +93,13 @@ class WarmLifecycle:
         if not self._proved:
             self._proved = True
             log.info(
-                "executor: warm (fork server), ansible-core %s, %d patches%s",
+                "executor: warm (fork server), ansible-core %s, %d patches%s; up in %.1f s, "
+                "its canary run %.1f s",
                 started.ansible,
                 len(started.installed),
                 _skipped(started),
+                ready - begun,
+                time.monotonic() - ready,
             )
             log.debug("warm executor's patches: %s", ", ".join(started.installed))
         return pool
