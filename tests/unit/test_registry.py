@@ -40,16 +40,66 @@ def check_broken() -> None:
 HERE = f"{__name__}:"  # as pytest imported this file
 
 
+class Base:
+    def inherited(self) -> None:
+        pass
+
+
+class Owner(Base):
+    def method(self) -> None:
+        pass
+
+
 @pytest.fixture
 def patches(monkeypatch: pytest.MonkeyPatch) -> dict[str, Patch]:
     table = {
-        "ok": Patch("ok", "playbook", ("m:a",), ("2.18",), HERE + "install_ok", HERE + "check_ok"),
-        "old": Patch("old", "playbook", ("m:b",), ("2.15",), HERE + "install_broken", HERE + "x"),
-        "unused": Patch("unused", "any", ("m:c",), ("2.18",), HERE + "install_not_here", ""),
-        "module": Patch("module", "module", ("m:d",), ("2.18",), HERE + "install_broken", ""),
-        "broken": Patch("broken", "playbook", ("m:e",), ("2.18",), HERE + "install_broken", ""),
+        "ok": Patch(
+            "ok",
+            "playbook",
+            (f"{__name__}:Owner.method", "target a, described"),
+            ("2.18",),
+            HERE + "install_ok",
+            HERE + "check_ok",
+        ),
+        "old": Patch(
+            "old",
+            "playbook",
+            (f"{__name__}:Owner.method", "target b, described"),
+            ("2.15",),
+            HERE + "install_broken",
+            HERE + "x",
+        ),
+        "unused": Patch(
+            "unused",
+            "any",
+            (f"{__name__}:Owner.method", "target c, described"),
+            ("2.18",),
+            HERE + "install_not_here",
+            "",
+        ),
+        "module": Patch(
+            "module",
+            "module",
+            (f"{__name__}:Owner.method", "target d, described"),
+            ("2.18",),
+            HERE + "install_broken",
+            "",
+        ),
+        "broken": Patch(
+            "broken",
+            "playbook",
+            (f"{__name__}:Owner.method", "target e, described"),
+            ("2.18",),
+            HERE + "install_broken",
+            "",
+        ),
         "unchecked": Patch(
-            "unchecked", "playbook", ("m:f",), ("2.18",), HERE + "install_ok", HERE + "check_broken"
+            "unchecked",
+            "playbook",
+            (f"{__name__}:Owner.method", "target f, described"),
+            ("2.18",),
+            HERE + "install_ok",
+            HERE + "check_broken",
         ),
     }
     monkeypatch.setattr(apply, "BY_NAME", table)
@@ -131,3 +181,13 @@ def test_the_test_rename_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     assert target.Inner.method is len  # another phase: untouched
     apply.rename_for_test("job", {TEST_RENAME_ENV: "job:m:Inner.method"})
     assert not hasattr(target.Inner, "method") and target.Inner.method_renamed is len
+
+
+def test_a_target_that_is_not_there_fails_the_install(patches: dict[str, Patch]) -> None:
+    apply.start(["playbook"], version="2.18.19")
+    for target in (f"{__name__}:Owner.gone", f"{__name__}:Owner.inherited", "no_such_module:x"):
+        patches["ok"] = Patch("ok", "playbook", (target,), ("2.18",), HERE + "install_ok", "")
+        with pytest.raises(apply.PatchFailed) as failed:
+            apply.install("ok")
+        assert failed.value.patch == "ok" and "install:" in failed.value.error, target
+    assert CALLS == []  # never installed
