@@ -7,12 +7,21 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-# The newest supported Python found (3.13, 3.12, 3.11: on PATH, else in pyenv's versions), or
-# PYTHON=/path/to/python3.x.
-ifeq ($(origin PYTHON),undefined)
-PYTHON := $(or $(shell hack/find-python.sh),python3)
+# The ansible-core line: 2.15 ... 2.21 (hack/lines.sh; default 2.18, the line today's operator-sdk
+# images ship). Each line has its own virtualenv (.venv for the default, .venv-ansible-<line>
+# for the others), so switching is quick: `make run ANSIBLE_CORE=2.21`.
+ANSIBLE_CORE ?= $(shell hack/lines.sh default)
+export ANSIBLE_CORE
+ifneq ($(shell hack/lines.sh check '$(ANSIBLE_CORE)' >/dev/null 2>&1 || echo bad),)
+$(error $(shell hack/lines.sh check '$(ANSIBLE_CORE)' 2>&1 | sed 's/\.$$//'))
 endif
-VENV := .venv
+# The newest Python the line runs on that is found (3.13, 3.12, 3.11: on PATH, else in pyenv's
+# versions), or PYTHON=/path/to/python3.x.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(or $(shell hack/lines.sh python $(ANSIBLE_CORE) 2>/dev/null),python3)
+endif
+VENV := $(shell hack/lines.sh venv $(ANSIBLE_CORE))
+export VENV
 BIN := $(VENV)/bin
 # NODE=real: the local cluster gets one real node (kubelet + containerd) where Pods really run,
 # beside the kwok Nodes; its own default name, so that it and the kwok-only one never mix.
@@ -37,19 +46,17 @@ MOLECULE := env PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/molecule
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_-]+:.*?##/ { gsub(/\$$\$$/, "$$", $$2); printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@printf '\nThe ansible-core line: ANSIBLE_CORE=<line> on any target (%s; default %s),\ne.g. make run ANSIBLE_CORE=2.21. Each line has its own virtualenv (.venv for the default,\n.venv-ansible-<line> otherwise) on the newest Python it runs on (hack/lines.sh pythons <line>).\n' "$$(hack/lines.sh list | sed 's/ /, /g')" "$$(hack/lines.sh default)"
 
 ##@ Development
 
 .PHONY: venv
-venv: ## Create or update .venv (pinned Python dependencies, kubernetes.core) with the newest supported Python, or PYTHON=...; quick when up to date.
-	@hack/venv.sh "$(PYTHON)" $(VENV)
+venv: ## Create or update the line's virtualenv (.venv, or .venv-ansible-<line> with ANSIBLE_CORE=<line>): pinned Python dependencies, kubernetes.core; the newest Python the line runs on, or PYTHON=...; quick when up to date.
+	@hack/venv.sh "$(PYTHON)" $(VENV) $(ANSIBLE_CORE)
 
 .PHONY: lock
-lock: ## Re-resolve constraints.txt from pyproject.toml (newest versions inside its ranges).
-	rm -rf /tmp/operator-runner-lock && $(PYTHON) -m venv /tmp/operator-runner-lock
-	/tmp/operator-runner-lock/bin/pip install --quiet '.[dev]'
-	{ echo '# Exact versions of every Python dependency (direct and transitive). Regenerate with `make lock`.'; \
-	  /tmp/operator-runner-lock/bin/pip freeze --exclude operator-runner; } > constraints.txt
+lock: ## Re-resolve constraints/ansible-core-<line>.txt of ANSIBLE_CORE from pyproject.toml (newest versions inside its ranges, on each Python the line runs on).
+	@hack/lock.sh $(ANSIBLE_CORE)
 
 .PHONY: lint
 lint: venv ## ruff, mypy and the import contract (.importlinter: the packages' layers).
@@ -63,7 +70,7 @@ unit: venv ## Unit tests only (no cluster).
 	$(BIN)/pytest tests/unit -q
 
 .PHONY: test
-test: ## What CI runs: lint, unit tests on every supported Python found, the binaries, then integration tests and molecule on one throwaway local cluster (or $$OPERATOR_RUNNER_KUBECONFIG).
+test: ## What CI runs: lint, unit tests on every supported Python found, the binaries, then integration tests and molecule on one throwaway local cluster (or $$OPERATOR_RUNNER_KUBECONFIG), all on ANSIBLE_CORE; beside them, every other line's unit tests and `lines` integration tests.
 	@PYTHON="$(PYTHON)" MAKE="$(MAKE)" hack/test.sh $(TEST_ARGS)
 
 .PHONY: molecule

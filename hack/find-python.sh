@@ -4,6 +4,7 @@
 #
 #   hack/find-python.sh            the newest of 3.13, 3.12, 3.11
 #   hack/find-python.sh --all      every supported version found, newest first
+#   hack/find-python.sh 3.12 3.11  the first of these found (hack/lines.sh: a line's Pythons)
 #
 # Looks for python3.X on PATH (one that really runs: a pyenv shim of a version that is installed
 # but not selected does not), then in pyenv's versions folder.
@@ -24,11 +25,16 @@ find_one() { # find_one 3.X: print a working interpreter of that version
   return 1
 }
 
+all=
+if [ "${1:-}" = "--all" ]; then
+  all=1; shift
+fi
+[ $# -gt 0 ] && SUPPORTED="$*"
 found=1
 for v in $SUPPORTED; do
   if find_one "$v"; then
     found=0
-    [ "${1:-}" = "--all" ] || exit 0
+    [ -n "$all" ] || exit 0
   fi
 done
 exit $found

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# `make lock ANSIBLE_CORE=2.x`: re-resolve constraints/ansible-core-2.x.txt, the exact versions
+# of every Python dependency (direct and transitive) of operator-runner and its dev tools on
+# that ansible-core line: the newest versions inside pyproject.toml's ranges that install with
+# ansible-core ~=2.x.0, on each Python the line supports (hack/lines.sh) that is found here.
+# A package whose version differs between those Pythons gets one pin per Python, with an
+# environment marker. The default line's file is also copied to constraints.txt (the
+# Dockerfile's until its ANSIBLE_CORE build argument lands).
+#
+#   hack/lock.sh LINE
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$here")
+line=${1:?usage: hack/lock.sh LINE}
+"$here/lines.sh" check "$line"
+out=$repo/$("$here/lines.sh" constraints "$line")
+work=$(mktemp -d /tmp/operator-runner-lock.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+freezes=()
+for version in $("$here/lines.sh" pythons "$line"); do
+  python=$("$here/find-python.sh" "$version") || { echo "lock: no Python $version found; its pins are left out" >&2; continue; }
+  echo "lock: resolving for ansible-core $line on Python $version ($python) ..." >&2
+  "$python" -m venv "$work/$version"
+  "$work/$version/bin/pip" install --quiet --disable-pip-version-check "$repo[dev]" "ansible-core~=$line.0"
+  "$work/$version/bin/pip" freeze --exclude operator-runner >"$work/freeze-$version"
+  freezes+=("$version=$work/freeze-$version")
+done
+[ ${#freezes[@]} -gt 0 ] || { echo "lock: no Python for ansible-core $line found" >&2; exit 1; }
+
+mkdir -p "$(dirname "$out")"
+python3 - "$line" "$out" "${freezes[@]}" <<'PY'
+import sys
+line, out, *freezes = sys.argv[1:]
+pins: dict[str, dict[str, str]] = {}  # package -> python version -> pin
+names: dict[str, str] = {}
+versions = []
+for item in freezes:
+    version, path = item.split("=", 1)
+    versions.append(version)
+    for raw in open(path, encoding="utf-8"):
+        raw = raw.strip()
+        if not raw or raw.startswith("#") or "==" not in raw:
+            continue
+        name = raw.split("==", 1)[0]
+        key = name.lower().replace("_", "-")
+        names.setdefault(key, name)
+        pins.setdefault(key, {})[version] = raw
+lines = [
+    f"# Exact versions of every Python dependency (direct and transitive) on ansible-core {line},",
+    f"# resolved on Python {', '.join(sorted(versions))}. Regenerate with `make lock ANSIBLE_CORE={line}`.",
+]
+for key in sorted(pins, key=lambda k: names[k].lower()):
+    by_python = pins[key]
+    if len(set(by_python.values())) == 1 and len(by_python) == len(versions):
+        lines.append(next(iter(by_python.values())))
+    else:
+        for version in sorted(by_python):
+            lines.append(f'{by_python[version]} ; python_version == "{version}"')
+open(out, "w", encoding="utf-8").write("\n".join(lines) + "\n")
+PY
+echo "lock: wrote ${out#"$repo"/}" >&2
+if [ "$line" = "$("$here/lines.sh" default)" ]; then
+  { echo "# A copy of constraints/ansible-core-$line.txt (the default line) for the Dockerfile; \`make lock\` writes both."
+    cat "$out"; } >"$repo/constraints.txt"
+  echo "lock: and constraints.txt (the default line's)" >&2
+fi

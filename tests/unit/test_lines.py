@@ -1,0 +1,141 @@
+"""The ansible-core lines: one list, in hack/lines.sh, hack/install_collections.py, the
+constraints files, pyproject.toml's ranges and `init`; and the scripts refuse what does not fit."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from runner.scaffold.lines import ANSIBLE_PACKAGE, DEFAULT_LINE, LINES
+
+REPO = Path(__file__).resolve().parents[2]
+LINES_SH = REPO / "hack" / "lines.sh"
+VENV_SH = REPO / "hack" / "venv.sh"
+
+
+def lines_sh(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(LINES_SH), *argv], capture_output=True, text=True, timeout=30)
+
+
+def install_collections() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "install_collections", REPO / "hack" / "install_collections.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pins(path: Path) -> dict[str, list[str]]:
+    """package (lower case) -> its pinned versions in a constraints file."""
+    found: dict[str, list[str]] = {}
+    for raw in path.read_text().splitlines():
+        if raw and not raw.startswith("#"):
+            name, version = raw.split(";")[0].strip().split("==")
+            found.setdefault(name.lower().replace("_", "-"), []).append(version)
+    return found
+
+
+def test_one_list_of_lines_everywhere() -> None:
+    assert lines_sh("list").stdout.split() == list(LINES)
+    assert lines_sh("default").stdout.strip() == DEFAULT_LINE
+    table = install_collections().ANSIBLE
+    assert list(table) == list(LINES)
+    for line, (ansible, _sha, _core) in table.items():
+        assert int(ansible.split(".")[0]) == ANSIBLE_PACKAGE[line], line
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_each_line_has_its_constraints_inside_pyprojects_ranges(line: str) -> None:
+    path = REPO / lines_sh("constraints", line).stdout.strip()
+    pinned = pins(path)
+    assert [v for v in pinned["ansible-core"] if not v.startswith(f"{line}.")] == []
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    requirements = [
+        Requirement(r) for r in project["dependencies"] + project["optional-dependencies"]["dev"]
+    ]
+    for requirement in requirements:
+        name = requirement.name.lower().replace("_", "-")
+        assert name in pinned, f"{path.name} has no pin for {name}"
+        for version in pinned[name]:
+            assert Version(version) in requirement.specifier, f"{path.name}: {name}=={version}"
+
+
+def test_constraints_txt_is_the_default_lines() -> None:
+    default = (REPO / "constraints" / f"ansible-core-{DEFAULT_LINE}.txt").read_text()
+    copy = (REPO / "constraints.txt").read_text()
+    assert copy.split("\n", 1)[1] == default
+
+
+@pytest.mark.parametrize(
+    ("line", "python", "supported"),
+    [("2.15", "3.11", True), ("2.15", "3.12", False), ("2.20", "3.11", False),
+     ("2.18", "3.13", True), ("2.17", "3.13", False), ("2.21", "3.12", True)],
+)  # fmt: skip
+def test_a_python_the_line_does_not_run_on_is_refused_in_one_line(
+    line: str, python: str, supported: bool
+) -> None:
+    proc = lines_sh("check", line, python)
+    assert (proc.returncode == 0) == supported
+    if not supported:
+        pythons = ", ".join(lines_sh("pythons", line).stdout.split())
+        assert proc.stderr == (
+            f"ansible-core {line} does not run on Python {python}; it runs on Python {pythons} "
+            "(name one with PYTHON=/path/to/python3.x, or pick another line with "
+            "ANSIBLE_CORE=...).\n"
+        )
+
+
+def test_an_unknown_line_is_refused_naming_the_lines() -> None:
+    proc = lines_sh("check", "2.14")
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"ANSIBLE_CORE=2.14 is not an ansible-core line operator-runner supports; the lines are: "
+        f"{', '.join(LINES)} (default {DEFAULT_LINE}).\n"
+    )
+
+
+def test_venv_refuses_a_python_the_line_does_not_run_on(tmp_path: Path) -> None:
+    python = subprocess.run(
+        [str(REPO / "hack" / "find-python.sh"), "3.11"], capture_output=True, text=True
+    ).stdout.strip()
+    if not python:
+        pytest.skip("no Python 3.11 on this machine")
+    proc = subprocess.run(
+        [str(VENV_SH), python, str(tmp_path / "venv"), "2.21"],
+        capture_output=True, text=True, env=dict(os.environ), timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"venv: '{python}' is Python 3.11, but ansible-core 2.21 does not run on Python 3.11; "
+        "it runs on Python 3.13, 3.12 (name one with PYTHON=/path/to/python3.x, or pick another "
+        "line with ANSIBLE_CORE=...).\n"
+    )
+    assert not (tmp_path / "venv").exists()
+
+
+def test_makefile_picks_the_lines_venv_and_refuses_an_unknown_line() -> None:
+    def make(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["make", "-n", *argv], cwd=REPO, capture_output=True, text=True, timeout=60
+        )
+
+    assert re.search(r"hack/venv.sh \S+ \.venv 2\.18$", make("venv").stdout, re.MULTILINE)
+    assert re.search(
+        r"hack/venv.sh \S+ \.venv-ansible-2\.15 2\.15$",
+        make("venv", "ANSIBLE_CORE=2.15").stdout,
+        re.MULTILINE,
+    )
+    bad = make("venv", "ANSIBLE_CORE=2.9")
+    assert bad.returncode != 0
+    assert "ANSIBLE_CORE=2.9 is not an ansible-core line operator-runner supports" in bad.stderr
