@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .lines import LINES, installed_line
 from .names import ScaffoldError
 
 __all__ = ["COMMANDS", "add_commands", "run"]
@@ -25,13 +26,23 @@ def add_commands(sub: Any) -> None:
         help="write a new operator project into the current (empty) folder",
         description="Write a new operator project into the current folder: watches.yaml, "
         "roles/, playbooks/, crds/, config/samples/, molecule/default, deploy/ (kustomize, "
-        "least-privilege RBAC), Dockerfile, requirements.yml, Makefile, README.md.",
+        "least-privilege RBAC), Dockerfile, requirements.yml, requirements.txt, Makefile, "
+        "README.md.",
     )
     init.add_argument("--domain", required=True, help="domain of the API groups, e.g. example.com")
     init.add_argument(
         "--project-name",
         default=None,
         help="name of the project (namespace <name>-system, image); default: the folder's name",
+    )
+    init.add_argument(
+        "--ansible-core",
+        default=None,
+        metavar="LINE",
+        help="the ansible-core line the roles are written for, one of "
+        f"{', '.join(LINES)}; it goes into PROJECT, the Makefile and Dockerfile (the image's "
+        "ANSIBLE_CORE build argument) and requirements.txt. Default: the line installed with "
+        f"operator-runner ({installed_line()} here)",
     )
     init.add_argument(
         "--force",
@@ -98,8 +109,9 @@ def run(args: argparse.Namespace, root: Path | None = None) -> int:
     folder = root if root is not None else Path.cwd()
     try:
         if args.command == "init":
-            plan = init(folder, args.domain, args.project_name, args.force)
-            done = f"wrote a new project into {folder}"
+            line = args.ansible_core or installed_line()
+            plan = init(folder, args.domain, args.project_name, args.force, ansible_core=line)
+            done = f"wrote a new project for ansible-core {line} into {folder}"
             after = "next: operator-runner create api --group G --version v1alpha1 --kind K"
         else:
             request = ApiRequest(

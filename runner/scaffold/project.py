@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import yaml
 
+from .lines import ANSIBLE_PACKAGE, DEFAULT_LINE, check_line
 from .names import ScaffoldError, check_domain, check_project_name
 from .render import Plan, project_templates, render, template
 
@@ -45,8 +46,14 @@ def in_the_way(root: Path, path: str) -> Path | None:
     return None
 
 
-def _plan(root: Path, domain: str, name: str) -> Plan:
-    values = {"project_name": name, "domain": domain, "namespace": f"{name}-system"}
+def _plan(root: Path, domain: str, name: str, line: str) -> Plan:
+    values = {
+        "project_name": name,
+        "domain": domain,
+        "namespace": f"{name}-system",
+        "ansible_core": line,
+        "ansible_package": str(ANSIBLE_PACKAGE[line]),
+    }
     plan = Plan(root)
     for path in project_templates():
         plan.add(path, render(template(f"project/{path}"), values))
@@ -55,12 +62,22 @@ def _plan(root: Path, domain: str, name: str) -> Plan:
     return plan
 
 
-def init(root: Path, domain: str, project_name: str | None = None, force: bool = False) -> Plan:
-    """Check everything, then write the project into ``root``; returns what was written."""
+def init(
+    root: Path,
+    domain: str,
+    project_name: str | None = None,
+    force: bool = False,
+    ansible_core: str = DEFAULT_LINE,
+) -> Plan:
+    """Check everything, then write the project into ``root``; returns what was written.
+
+    ``ansible_core`` is the ansible-core line the project is written for (``2.18``).
+    """
     check_domain(domain)
+    check_line(ansible_core)
     name = project_name if project_name is not None else root.resolve().name
     check_project_name(name, from_folder=project_name is None)
-    plan = _plan(root, domain, name)
+    plan = _plan(root, domain, name, ansible_core)
     for path in plan.files:
         blocker = in_the_way(root, path)
         if blocker is not None:

@@ -19,6 +19,7 @@ EXPECTED = {
     "README.md",
     "watches.yaml",
     "requirements.yml",
+    "requirements.txt",
     "Dockerfile",
     "Makefile",
     "config/samples/Kustomization",
@@ -265,7 +266,8 @@ def test_makefile_runs(project: Path) -> None:
     for target in ("install", "uninstall", "run", "deploy", "undeploy", "docker-build"):
         assert f"  {target} " in listed
     assert "molecule test -s default" in make("-n", "test")
-    assert "build --build-arg OPERATOR_RUNNER_IMAGE=operator-runner:latest -t reg/gb:v1 ." in make(
-        "-n", "docker-build", "IMG=reg/gb:v1"
-    )
+    assert (
+        "build --build-arg OPERATOR_RUNNER_IMAGE=operator-runner:latest "
+        "--build-arg ANSIBLE_CORE=2.18 -t reg/gb:v1 ."
+    ) in make("-n", "docker-build", "IMG=reg/gb:v1")
     assert "run --watches-file=./watches.yaml" in make("-n", "run")
