@@ -146,6 +146,7 @@ def test_configmap_as_primary_reconciles_on_every_data_change(env: Env) -> None:
         raise
 
 
+@pytest.mark.lines
 def test_numbers_and_booleans_from_templates_reach_configmap_data_as_strings(env: Env) -> None:
     """ansible-core 2.19 renders `{{ (x | int) + 1 }}` as an integer, which the API refuses in
     a ConfigMap's data; the proxy writes the text older Ansible produced."""
@@ -164,6 +165,7 @@ def _sample(text: str, name: str) -> float | None:
     return float(found.group(1)) if found else None
 
 
+@pytest.mark.lines
 def test_osdk_metric_and_k8s_event(env: Env) -> None:
     """Roles' metrics of every type are served on the operator's /metrics; k8s_event makes an
     Event and counts it again on the next run."""

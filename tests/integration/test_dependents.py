@@ -15,7 +15,8 @@ from . import kit
 from .conftest import Cluster
 from .kit import PROJECT, condition, crd, install_crd, temporary_namespace, wait_for
 
-pytestmark = pytest.mark.integration
+# `lines`: what an ansible-core line can change; make test runs these on every line.
+pytestmark = [pytest.mark.integration, pytest.mark.lines]
 
 GROUP = "dep.operator-runner.dev"
 WATCHES = PROJECT / "watches-dependents.yaml"

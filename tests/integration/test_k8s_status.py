@@ -28,7 +28,8 @@ from runner.ansible.collections_path import BUNDLED_COLLECTIONS
 from .conftest import Cluster
 from .kit import crd, wait_for
 
-pytestmark = pytest.mark.integration
+# `lines`: what an ansible-core line can change; make test runs these on every line.
+pytestmark = [pytest.mark.integration, pytest.mark.lines]
 
 REPO = Path(__file__).resolve().parents[2]
 COLLECTIONS = BUNDLED_COLLECTIONS

@@ -74,6 +74,7 @@ def _cleanup(cluster: Cluster, api: client.ApiClient, namespace: str) -> None:
         _delete_crd(api, f"{kind.lower()}s.{GROUP}")
 
 
+@pytest.mark.lines
 def test_success_sets_conditions_and_vars_reach_the_role(env: Env) -> None:
     env.create("Basic", "ok", {"message": "hello", "sizeK8sBuckets": 3})
     obj = env.wait_condition("Basic", "ok", "Successful")
@@ -106,6 +107,7 @@ def test_success_sets_conditions_and_vars_reach_the_role(env: Env) -> None:
     )
 
 
+@pytest.mark.lines
 def test_failure_is_reported_then_recovers(env: Env) -> None:
     env.create("Basic", "bad", {"fail": True, "failReason": "size too big"})
     obj = env.wait_condition("Basic", "bad", "Failure", idle=True)  # retried with backoff
@@ -135,6 +137,7 @@ def test_failure_is_reported_then_recovers(env: Env) -> None:
 PAYLOAD = "{{ lookup('pipe', 'id') }}"
 
 
+@pytest.mark.lines
 def test_jinja_in_spec_is_never_evaluated(env: Env) -> None:
     env.create(
         "Basic", "inject", {"message": PAYLOAD, "nestedValue": {"deepList": ["{{ 7 * 6 }}"]}}
@@ -148,6 +151,7 @@ def test_jinja_in_spec_is_never_evaluated(env: Env) -> None:
     assert data["nested"] == '["{{ 7 * 6 }}"]'
 
 
+@pytest.mark.lines
 def test_mark_unsafe_false_restores_operator_sdk_behaviour(env: Env) -> None:
     env.create("Unsafe", "evaluated", {"message": "{{ 7 * 6 }}"})
     env.wait_condition("Unsafe", "evaluated", "Successful")
@@ -155,6 +159,7 @@ def test_mark_unsafe_false_restores_operator_sdk_behaviour(env: Env) -> None:
     assert data is not None and data["message"] == "42"
 
 
+@pytest.mark.lines
 def test_run_without_result_is_a_failure_not_stuck_running(env: Env) -> None:
     env.create("Broken", "broken")
     obj = env.wait_condition("Broken", "broken", "Failure", idle=True)
@@ -190,6 +195,7 @@ def test_a_failing_tasks_reason_survives_a_huge_result(env: Env) -> None:
     assert "the disk is on fire" in warning[0].message
 
 
+@pytest.mark.lines
 def test_finalizer_runs_on_delete(env: Env) -> None:
     env.create("Finalized", "fin")
     obj = env.wait_condition("Finalized", "fin", "Successful")
@@ -207,6 +213,7 @@ def test_finalizer_runs_on_delete(env: Env) -> None:
     assert not trace.metadata.owner_references
 
 
+@pytest.mark.lines
 def test_failing_finalizer_keeps_the_cr_until_it_succeeds(env: Env) -> None:
     env.create("Finalized", "stuck", {"blockFinalizer": True})
     env.wait_condition("Finalized", "stuck", "Successful")
@@ -243,6 +250,7 @@ def test_manage_status_false_leaves_status_alone(env: Env) -> None:
     assert obj is not None and not (obj.get("status") or {}).get("conditions")
 
 
+@pytest.mark.lines
 def test_requeue_after_runs_again_and_status_is_finished(env: Env) -> None:
     env.create(
         "Requeue", "rq", annotations={"ansible.sdk.operatorframework.io/max-runner-artifacts": "2"}
