@@ -18,12 +18,16 @@ out=$repo/$("$here/lines.sh" constraints "$line")
 work=$(mktemp -d /tmp/operator-runner-lock.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
+# operator-runner from a copy of its sources: pip builds a local project in place (build/), and
+# two locks at once would trip over each other there.
+mkdir "$work/src"
+cp -r "$repo/pyproject.toml" "$repo/README.md" "$repo/runner" "$work/src/"
 freezes=()
 for version in $("$here/lines.sh" pythons "$line"); do
   python=$("$here/find-python.sh" "$version") || { echo "lock: no Python $version found; its pins are left out" >&2; continue; }
   echo "lock: resolving for ansible-core $line on Python $version ($python) ..." >&2
   "$python" -m venv "$work/$version"
-  "$work/$version/bin/pip" install --quiet --disable-pip-version-check "$repo[dev]" "ansible-core~=$line.0"
+  "$work/$version/bin/pip" install --quiet --disable-pip-version-check "$work/src[dev]" "ansible-core~=$line.0"
   "$work/$version/bin/pip" freeze --exclude operator-runner >"$work/freeze-$version"
   freezes+=("$version=$work/freeze-$version")
 done
