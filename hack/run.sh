@@ -35,4 +35,4 @@ cd "$repo"
 # As operator-sdk's scaffolded manager.yaml (and deploy/) set it: role watches gather no facts
 # unless you ask for them (ANSIBLE_GATHERING=implicit make run); the seeds' roles read none.
 export ANSIBLE_GATHERING=${ANSIBLE_GATHERING:-explicit}
-exec "$repo/.venv/bin/operator-runner" run --watches-file ./watches.yaml --watch-roles "$@"
+exec "$repo/${VENV:-.venv}/bin/operator-runner" run --watches-file ./watches.yaml --watch-roles "$@"
