@@ -19,6 +19,9 @@ from runner.ansible.warm.patches import direct
 
 from .conftest import Cluster
 
+# every line: the warm executor's patches differ per ansible-core line
+pytestmark = pytest.mark.lines
+
 if TYPE_CHECKING:
     from runner.ansible.executor import Executor
 

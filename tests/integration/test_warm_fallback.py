@@ -21,7 +21,8 @@ from runner.ansible.warm.jobenv import TEST_RENAME_ENV
 from .conftest import Cluster
 from .kit import PROJECT, Env, crd, install_crd, temporary_namespace
 
-pytestmark = pytest.mark.integration
+# every line: the fence's registry names each line's targets
+pytestmark = [pytest.mark.integration, pytest.mark.lines]
 
 GROUP = "fallback.operator-runner.dev"
 WATCHES = PROJECT / "watches-fallback.yaml"
