@@ -20,7 +20,7 @@
 #      it runs on, the unit tests of what uses Ansible, and the integration tests marked `lines`
 #      (what a line can change: conditions, extra vars, finalizers, dependents, k8s_status,
 #      roles written for older lines; warm and plain executors) on the lines of LINES_FULL
-#      (default 2.15 2.19 2.21), tests/integration/test_line_compat.py on the others.
+#      (default: every line), tests/integration/test_line_compat.py alone on the others.
 #      LINES="2.15 2.21" picks some lines; LINES=none, none.
 #
 # Arguments are passed to pytest (e.g. hack/test.sh -k reconcile).
@@ -86,8 +86,8 @@ line_unit_tests() {
 }
 
 # Step 6, inside hack/with-cluster.sh: every other line, one after the other, on that cluster.
-# The lines of LINES_FULL (default: the oldest, 2.19 where templating changed, the newest) run
-# every integration test marked `lines`; the others run tests/integration/test_line_compat.py.
+# The lines of LINES_FULL (default: every line) run every integration test marked `lines`; the
+# others (LINES_FULL="2.15 2.21" narrows it) run tests/integration/test_line_compat.py alone.
 other_lines() {
   local line python venv start took failed=()
   for line in $OTHER_LINES; do
@@ -104,7 +104,7 @@ other_lines() {
     # shellcheck disable=SC2046
     "$venv/bin/pytest" $(line_unit_tests) -q -p no:cacheprovider -n 2 || unit=$?
     t1=$SECONDS
-    [[ " ${LINES_FULL:-2.15 2.19 2.21} " == *" $line "* ]] || selected=(tests/integration/test_line_compat.py)
+    [[ " $LINES_FULL " == *" $line "* ]] || selected=(tests/integration/test_line_compat.py)
     # two workers, one test file at a time each (as the main suite): most of it waits
     "$venv/bin/pytest" tests/integration "${selected[@]}" -q -ra -p no:cacheprovider -n 2 \
       --dist loadfile || integration=$?
@@ -154,7 +154,8 @@ else
   OTHER_LINES=$(for l in ${LINES:-$(hack/lines.sh list)}; do hack/lines.sh check "$l"; [ "$l" = "$LINE" ] || echo "$l"; done | tr '\n' ' ')
 fi
 export OTHER_LINES
-export LINES_FULL=${LINES_FULL:-2.15 2.19 2.21}
+LINES_FULL=${LINES_FULL:-$(hack/lines.sh list | tr '\n' ' ')}
+export LINES_FULL
 
 step "venv (ansible-core $LINE, Python ${main_version:-?}: $PYTHON)" hack/venv.sh "$PYTHON" "$VENV" "$LINE"
 step "lint (ruff, mypy)" "$MAKE" --no-print-directory lint
