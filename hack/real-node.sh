@@ -25,7 +25,23 @@
 #   run/      containerd, kubelet, kube-proxy, CNI, registry, logs (removed by `down`)
 #   images/   the locally built images (cached by content hash; kept)
 #
-# The recipe and its seven fixes: ../shared/real-node.md (docs/real-node.md in this repo).
+# The recipe (README.md, "A cluster where Pods really run: NODE=real") works on a machine like
+# the project's (root in a VM, cgroup v1 hierarchies, no systemd, no Docker, no registry) with
+# seven fixes, each applied where its number is named:
+#   1. no CAP_SYS_RESOURCE, so nothing may lower oom_score_adj: containerd's CRI plugin gets
+#      restrict_oom_score_adj = true
+#   2. crun fails on the hybrid cgroup layout: runc
+#   3. no systemd: the cgroupfs driver everywhere (SystemdCgroup = false, cgroupDriver: cgroupfs)
+#   4. kubelet on cgroup v1 with containerd 1.6: failCgroupV1: false (containerd 1.6 lacks the
+#      RuntimeConfig RPC; kubelet falls back to its own cgroupDriver: the versions are pinned)
+#   5. kwok-controller would take the real Node over: it manages only the Nodes annotated
+#      kwok.x-k8s.io/node=fake (hack/cluster.sh)
+#   6. kubectl logs/exec resolved the Node's hostname: the API server reaches kubelets by
+#      InternalIP (hack/cluster.sh)
+#   7. kwokctl's serving certificate has no SAN for the Service IP 10.0.0.1, so Pods' in-cluster
+#      TLS failed: it is reissued from the cluster's CA with that IP
+# The configurations are files in hack/real-node/ (containerd, CNI, registry hosts, kubelet,
+# kube-proxy, the node's kubeconfigs), rendered into run/ with their @NAME@s filled in.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +50,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/progress.sh
 . "$here/lib/progress.sh"
 CACHE_ROOT=${OPERATOR_RUNNER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operator-runner}
+TEMPLATES=$here/real-node
 STATE=$CACHE_ROOT/real-node
 RUN=$STATE/run
 HOST=$STATE/host
@@ -86,7 +103,6 @@ cannot_host() {
   if ! command -v unshare >/dev/null 2>&1 || ! command -v ip >/dev/null 2>&1; then
     echo "unshare or ip (util-linux, iproute2) is missing"; return
   fi
-  # shellcheck disable=SC2016
   if ! unshare --net -- sh -c 'ip link add ortprobe0 type bridge && ip link add ortprobe1 type veth peer name ortprobe2' 2>/dev/null; then
     echo "the kernel cannot make bridges or veth pairs (modules bridge, veth)"; return
   fi
@@ -261,59 +277,76 @@ wait_until() { # wait_until SECONDS WHAT CMD...
 
 ctr_() { ctr --address "$RUN/containerd.sock" -n k8s.io "$@"; }
 
-# --- certificates from the cluster's CA ------------------------------------------------------
+# --- configurations and certificates ---------------------------------------------------------
+
+render() { # render TEMPLATE OUT NAME=VALUE...: hack/real-node/TEMPLATE into OUT, @NAME@ -> VALUE
+  local template=$1 out=$2 text pair
+  shift 2
+  text=$(<"$TEMPLATES/$template")
+  for pair in "$@"; do
+    text=${text//"@${pair%%=*}@"/"${pair#*=}"}
+  done
+  if [[ $text =~ @[A-Z_]+@ ]]; then die "hack/real-node/$template: ${BASH_REMATCH[0]} has no value"; fi
+  printf '%s\n' "$text" >"$out"
+}
+
+random_serial() { echo "0x$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"; }
 
 issue_cert() { # issue_cert PKI OUT CN O EXT: OUT.crt/OUT.key signed by PKI/ca.{crt,key}
   local pki=$1 out=$2 cn=$3 org=$4 ext=$5
   openssl req -new -newkey rsa:2048 -nodes -keyout "$out.key" -subj "/O=$org/CN=$cn" -out "$out.csr" 2>/dev/null
   openssl x509 -req -in "$out.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -days 365 \
-    -set_serial "0x$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" \
-    -extfile <(printf '%s\n' "$ext") -out "$out.crt" 2>/dev/null
+    -set_serial "$(random_serial)" -extfile <(printf '%s\n' "$ext") -out "$out.crt" 2>/dev/null
   rm -f "$out.csr"
 }
 
-write_kubeconfig() { # write_kubeconfig FILE SERVER CA CERT KEY
-  cat >"$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster: {server: "$2", certificate-authority: "$3"}
-users:
-- name: node
-  user: {client-certificate: "$4", client-key: "$5"}
-contexts:
-- name: local
-  context: {cluster: local, user: node}
-current-context: local
-EOF
+write_kubeconfig() { # write_kubeconfig FILE SERVER CA CERT_BASE: CERT_BASE.crt and .key
+  render node.kubeconfig "$1" SERVER="$2" CA="$3" CERT="$4.crt" KEY="$4.key"
 }
 
-# The API server's serving certificate (kwokctl's admin.crt) has no SAN for the Service IP
+node_credentials() { # node_credentials PKI SERVER: the node's and kube-proxy's, from the cluster's CA
+  local pki=$1 server=$2
+  # The node (Node authorizer) and kube-proxy (system:node-proxier).
+  [ -f "$RUN/pki/kubelet.crt" ] || issue_cert "$pki" "$RUN/pki/kubelet" "system:node:$NODE_NAME" system:nodes \
+    'extendedKeyUsage=clientAuth'
+  [ -f "$RUN/pki/kube-proxy.crt" ] || issue_cert "$pki" "$RUN/pki/kube-proxy" system:kube-proxy system:node-proxier \
+    'extendedKeyUsage=clientAuth'
+  write_kubeconfig "$RUN/kubelet.kubeconfig" "$server" "$pki/ca.crt" "$RUN/pki/kubelet"
+  write_kubeconfig "$RUN/kube-proxy.kubeconfig" "$server" "$pki/ca.crt" "$RUN/pki/kube-proxy"
+  serving_cert_with_service_ip "$pki" "$server"
+}
+
+sans_of() { # sans_of CERT: its subjectAltNames, as openssl's -extfile takes them (DNS:a,IP:b,...)
+  # (grep without -q: under pipefail, grep -q's early exit can fail the pipeline)
+  openssl x509 -in "$1" -noout -ext subjectAltName | tail -n +2 | tr -d ' ' | sed 's/IPAddress:/IP:/g'
+}
+
+serves_service_ip() { # serves_service_ip HOST:PORT: its serving certificate names the Service IP
+  openssl s_client -connect "$1" -servername kubernetes.default.svc </dev/null 2>/dev/null |
+    openssl x509 -noout -ext subjectAltName | grep "IP Address:$SERVICE_IP" >/dev/null
+}
+
+# Fix 7: the API server's serving certificate (kwokctl's admin.crt) has no SAN for the Service IP
 # 10.0.0.1, so a Pod that talks to the API server through the `kubernetes` Service fails TLS.
 # Reissue it from the cluster's CA with the same key, subject and names plus the Service IP and
 # the node IP; kube-apiserver reloads its serving certificate when the file changes.
 serving_cert_with_service_ip() {
-  local pki=$1 server=$2 sans hostport
-  # (grep without -q: under pipefail, grep -q's early exit can fail the pipeline)
+  local pki=$1 server=$2 subject
   openssl x509 -in "$pki/admin.crt" -noout -ext subjectAltName 2>/dev/null | grep "IP Address:$SERVICE_IP" >/dev/null && return 0
-  sans=$(openssl x509 -in "$pki/admin.crt" -noout -ext subjectAltName | tail -n +2 | tr -d ' ' | sed 's/IPAddress:/IP:/g')
-  sans="$sans,IP:$SERVICE_IP,IP:$NODE_IP"
-  local subject
   subject=$(openssl x509 -in "$pki/admin.crt" -noout -subject -nameopt RFC2253 | sed 's/^subject=//')
-  openssl req -new -key "$pki/admin.key" -subj "/$(echo "$subject" | awk -F, '{ for (i = NF; i > 0; i--) printf "%s%s", $i, (i > 1 ? "/" : "") }')" \
-    -out "$RUN/admin.csr" 2>/dev/null
+  openssl req -new -key "$pki/admin.key" -out "$RUN/admin.csr" 2>/dev/null \
+    -subj "/$(echo "$subject" | awk -F, '{ for (i = NF; i > 0; i--) printf "%s%s", $i, (i > 1 ? "/" : "") }')"
   openssl x509 -req -in "$RUN/admin.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -days 365 \
-    -set_serial "0x$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" -extfile <(printf '%s\n' \
+    -set_serial "$(random_serial)" -extfile <(printf '%s\n' \
       'keyUsage=critical,digitalSignature,keyEncipherment' \
       'extendedKeyUsage=serverAuth,clientAuth' 'basicConstraints=critical,CA:FALSE' \
-      "subjectAltName=$sans") -out "$RUN/admin.crt.new" 2>/dev/null || die "could not issue the API server's serving certificate"
+      "subjectAltName=$(sans_of "$pki/admin.crt"),IP:$SERVICE_IP,IP:$NODE_IP") \
+    -out "$RUN/admin.crt.new" 2>/dev/null || die "could not issue the API server's serving certificate"
   rm -f "$RUN/admin.csr"
   cp "$pki/admin.crt" "$RUN/admin.crt.kwokctl"
   mv -f "$RUN/admin.crt.new" "$pki/admin.crt"
-  hostport=${server#https://}
   wait_until 90 "API server serves a certificate valid for the Service IP $SERVICE_IP" \
-    sh -c "openssl s_client -connect '$hostport' -servername kubernetes.default.svc </dev/null 2>/dev/null | openssl x509 -noout -ext subjectAltName | grep -q 'IP Address:$SERVICE_IP'" \
+    serves_service_ip "${server#https://}" \
     || say "warning: the API server did not pick up the new serving certificate within 90 s; Pods that use the Service IP may fail TLS"
 }
 
@@ -336,238 +369,164 @@ free_for() { # free_for NAME: fail with one clear message when another cluster's
   fi
 }
 
-up() {
-  local name=$1 kubeconfig=$2 pki=$3 start=$SECONDS
-  check
+take_node() { # take_node NAME: the node's lock, or NAME's own node that holds it (up or half up)
+  local name=$1 other
   if ! lock; then
-    local other; other=$(owner)
+    other=$(owner)
     if [ "$other" != "$name" ] || [ -z "$(node_pids)" ]; then
       die "another real-node cluster ('${other:-unknown}') is up on this machine, or being set up; one real node per machine (port $KUBELET_PORT, the node name and iptables rules are global). Remove it first: hack/cluster.sh down ${other:-NAME} with NODE=real (make cluster-down NODE=real CLUSTER_NAME=${other:-NAME})."
     fi
     # Held by this cluster's own daemons: the node is up, or half up after an interruption.
-    # Every step below is idempotent: what runs is kept, what is missing is started.
+    # Every step of `up` is idempotent: what runs is kept, what is missing is started.
     say "the real node of cluster '$name' is (partly) up: reusing what runs"
   fi
-  local other; other=$(owner)
+  other=$(owner)
   if [ -n "$other" ] && [ "$other" != "$name" ]; then
     say "cleaning up after the real node of cluster '$other', which is no longer running ..."
     teardown
     lock || die "could not take the real node's lock again"
   fi
   echo "$name" >"$STATE/owner"
+}
+
+start_network() { # the bridge with the node IP, before kubelet (the node IP) and the CNI plugin
+  ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
+  ip addr show dev "$BRIDGE" | grep "inet $NODE_IP/" >/dev/null || ip addr add "$NODE_IP/${POD_CIDR#*/}" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+  render cni.conflist "$RUN/cni/net.d/10-operator-runner.conflist" \
+    BRIDGE="$BRIDGE" POD_CIDR="$POD_CIDR" NODE_IP="$NODE_IP" RUN="$RUN"
+}
+
+start_registry() { # the locally built images' registry (Pods with imagePullPolicy Always pull there)
+  local registry
+  pid_alive "$(cat "$RUN/pids/registry" 2>/dev/null)" || rm -f "$RUN/registry.port"
+  start_daemon registry python3 "$here/lib/oci_registry.py" "$IMAGES_LAYOUT" "$RUN/registry.port"
+  wait_until 20 "" test -s "$RUN/registry.port" || die "the local registry did not start; log: $RUN/logs/registry.log"
+  for registry in docker.io localhost; do
+    mkdir -p "$RUN/certs.d/$registry"
+    render registry-hosts.toml "$RUN/certs.d/$registry/hosts.toml" \
+      REGISTRY="$registry" REGISTRY_URL="http://127.0.0.1:$(cat "$RUN/registry.port")/$registry"
+  done
+}
+
+start_containerd() { # its own root, state and socket; fixes 1-3; then the node's images
+  local pause_image
+  pause_image=$("$here/node-images.sh" pause-name)
+  render containerd.toml "$RUN/containerd.toml" RUN="$RUN" PAUSE_IMAGE="$pause_image"
+  start_daemon containerd containerd --config "$RUN/containerd.toml"
+  wait_until 30 "containerd is up" ctr_ version ||
+    { tail -n 20 "$RUN/logs/containerd.log" >&2; die "containerd did not start; log: $RUN/logs/containerd.log"; }
+  "$here/node-images.sh" import "$RUN/containerd.sock"
+}
+
+start_kubelet() { # fixes 3 and 4 (hack/real-node/kubelet.yaml)
+  render kubelet.yaml "$RUN/kubelet.yaml" RUN="$RUN" NODE_IP="$NODE_IP" KUBELET_PORT="$KUBELET_PORT"
+  start_daemon kubelet "$BIN/kubelet" --config "$RUN/kubelet.yaml" --kubeconfig "$RUN/kubelet.kubeconfig" \
+    --root-dir "$RUN/kubelet" --cert-dir "$RUN/kubelet-pki" --hostname-override "$NODE_NAME" \
+    --node-ip "$NODE_IP" --node-labels "operator-runner.io/real-node=true" --v=1
+}
+
+start_kube_proxy() { # iptables mode; NodePorts on the node IP and 127.0.0.1; no conntrack sysctls
+  render kube-proxy.yaml "$RUN/kube-proxy.yaml" \
+    RUN="$RUN" NODE_NAME="$NODE_NAME" POD_CIDR="$POD_CIDR" NODE_IP="$NODE_IP"
+  start_daemon kube-proxy "$BIN/kube-proxy" --config "$RUN/kube-proxy.yaml" --v=1
+}
+
+node_ready() { # node_ready KUBECONFIG
+  [ "$("$BIN/kubectl" --kubeconfig "$1" get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+wait_node_ready() { # wait_node_ready KUBECONFIG: the Node Ready, kube-proxy healthy
+  wait_until 120 "node '$NODE_NAME' is Ready" node_ready "$1" ||
+    { tail -n 20 "$RUN/logs/kubelet.log" >&2; die "node '$NODE_NAME' did not turn Ready within 120 s; logs: $RUN/logs/"; }
+  wait_until 60 "" curl -fsS http://127.0.0.1:10256/healthz || say "warning: kube-proxy is not healthy yet; log: $RUN/logs/kube-proxy.log"
+}
+
+up() { # up NAME KUBECONFIG PKI_DIR
+  local name=$1 kubeconfig=$2 pki=$3 start=$SECONDS server
+  check
+  take_node "$name"
   prepare
   say "starting the real node '$NODE_NAME' of cluster '$name' (state: $STATE)"
   record_host
   mkdir -p "$RUN"/{pids,logs,cni/net.d,cni/ipam,certs.d,pki,kubelet,kubelet-pki,pod-logs,runc}
-  local server
   server=$(awk '$1 == "server:" { print $2; exit }' "$kubeconfig")
   [ -n "$server" ] || die "no server in $kubeconfig"
   [ -f "$pki/ca.key" ] || die "the cluster's CA key $pki/ca.key is missing"
-
-  # Network: the bridge with the node IP, before kubelet (the node IP) and the CNI plugin.
-  if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
-    ip link add "$BRIDGE" type bridge
-  fi
-  ip addr show dev "$BRIDGE" | grep "inet $NODE_IP/" >/dev/null || ip addr add "$NODE_IP/${POD_CIDR#*/}" dev "$BRIDGE"
-  ip link set "$BRIDGE" up
-  cat >"$RUN/cni/net.d/10-operator-runner.conflist" <<EOF
-{
-  "cniVersion": "0.4.0",
-  "name": "operator-runner",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$BRIDGE",
-      "isGateway": true,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$NODE_IP"}]],
-        "routes": [{"dst": "0.0.0.0/0"}],
-        "dataDir": "$RUN/cni/ipam"
-      }
-    }
-  ]
-}
-EOF
-
-  # The registry of the locally built images (Pods with imagePullPolicy Always pull from it).
-  if ! pid_alive "$(cat "$RUN/pids/registry" 2>/dev/null)"; then rm -f "$RUN/registry.port"; fi
-  start_daemon registry python3 "$here/lib/oci_registry.py" "$IMAGES_LAYOUT" "$RUN/registry.port"
-  wait_until 20 "" test -s "$RUN/registry.port" || die "the local registry did not start; log: $RUN/logs/registry.log"
-  local port reg
-  port=$(cat "$RUN/registry.port")
-  for reg in docker.io localhost; do
-    mkdir -p "$RUN/certs.d/$reg"
-    cat >"$RUN/certs.d/$reg/hosts.toml" <<EOF
-# The local real node pulls $reg images from hack/lib/oci_registry.py only (no registry is reachable).
-server = "http://127.0.0.1:$port/$reg"
-[host."http://127.0.0.1:$port/$reg"]
-  capabilities = ["pull", "resolve"]
-EOF
-  done
-
-  # containerd: its own root, state, socket; the recipe's fixes 1-3.
-  local pause_image
-  pause_image=$("$here/node-images.sh" pause-name)
-  cat >"$RUN/containerd.toml" <<EOF
-version = 2
-root = "$RUN/containerd/root"
-state = "$RUN/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
-[grpc]
-  address = "$RUN/containerd.sock"
-[ttrpc]
-  address = "$RUN/containerd.sock.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$RUN/containerd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$pause_image"
-  disable_apparmor = true
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        Root = "$RUN/runc"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$RUN/cni/net.d"
-    max_conf_num = 1
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "$RUN/certs.d"
-EOF
-  start_daemon containerd containerd --config "$RUN/containerd.toml"
-  wait_until 30 "containerd is up" ctr_ version || { tail -n 20 "$RUN/logs/containerd.log" >&2; die "containerd did not start; log: $RUN/logs/containerd.log"; }
-  "$here/node-images.sh" import "$RUN/containerd.sock"
-
-  # Credentials from the cluster's CA: the node (Node authorizer) and kube-proxy (system:node-proxier).
-  [ -f "$RUN/pki/kubelet.crt" ] || issue_cert "$pki" "$RUN/pki/kubelet" "system:node:$NODE_NAME" system:nodes \
-    'extendedKeyUsage=clientAuth'
-  [ -f "$RUN/pki/kube-proxy.crt" ] || issue_cert "$pki" "$RUN/pki/kube-proxy" system:kube-proxy system:node-proxier \
-    'extendedKeyUsage=clientAuth'
-  write_kubeconfig "$RUN/kubelet.kubeconfig" "$server" "$pki/ca.crt" "$RUN/pki/kubelet.crt" "$RUN/pki/kubelet.key"
-  write_kubeconfig "$RUN/kube-proxy.kubeconfig" "$server" "$pki/ca.crt" "$RUN/pki/kube-proxy.crt" "$RUN/pki/kube-proxy.key"
-  serving_cert_with_service_ip "$pki" "$server"
-
-  # kubelet: fix 3 (cgroupfs) and 4 (failCgroupV1: false); anonymous + AlwaysAllow on the
-  # kubelet port, which listens on the bridge address only (the API server connects there for
-  # logs/exec without a client certificate: kwokctl gives it none).
-  cat >"$RUN/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-failCgroupV1: false
-cgroupDriver: cgroupfs
-containerRuntimeEndpoint: unix://$RUN/containerd.sock
-address: $NODE_IP
-port: $KUBELET_PORT
-healthzBindAddress: 127.0.0.1
-healthzPort: 10248
-readOnlyPort: 0
-failSwapOn: false
-protectKernelDefaults: false
-authentication:
-  anonymous: {enabled: true}
-  webhook: {enabled: false}
-authorization: {mode: AlwaysAllow}
-evictionHard: {memory.available: 100Mi, nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-maxPods: 20
-podLogsDir: $RUN/pod-logs
-resolvConf: /etc/resolv.conf
-serializeImagePulls: false
-EOF
-  start_daemon kubelet "$BIN/kubelet" --config "$RUN/kubelet.yaml" --kubeconfig "$RUN/kubelet.kubeconfig" \
-    --root-dir "$RUN/kubelet" --cert-dir "$RUN/kubelet-pki" --hostname-override "$NODE_NAME" \
-    --node-ip "$NODE_IP" --node-labels "operator-runner.io/real-node=true" --v=1
-
-  # kube-proxy: iptables mode; NodePorts on the node IP and 127.0.0.1; no conntrack sysctls.
-  cat >"$RUN/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-clientConnection: {kubeconfig: $RUN/kube-proxy.kubeconfig}
-hostnameOverride: $NODE_NAME
-mode: iptables
-clusterCIDR: $POD_CIDR
-nodePortAddresses: ["$NODE_IP/32", "127.0.0.1/32"]
-metricsBindAddress: 127.0.0.1:10249
-healthzBindAddress: 127.0.0.1:10256
-conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-EOF
-  start_daemon kube-proxy "$BIN/kube-proxy" --config "$RUN/kube-proxy.yaml" --v=1
-
-  local kubectl="$BIN/kubectl --kubeconfig $kubeconfig"
-  # shellcheck disable=SC2086
-  wait_until 120 "node '$NODE_NAME' is Ready" sh -c "$kubectl get node $NODE_NAME -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True" \
-    || { tail -n 20 "$RUN/logs/kubelet.log" >&2; die "node '$NODE_NAME' did not turn Ready within 120 s; logs: $RUN/logs/"; }
-  wait_until 60 "" curl -fsS http://127.0.0.1:10256/healthz || say "warning: kube-proxy is not healthy yet; log: $RUN/logs/kube-proxy.log"
+  start_network
+  start_registry
+  start_containerd
+  node_credentials "$pki" "$server"
+  start_kubelet
+  start_kube_proxy
+  wait_node_ready "$kubeconfig"
   say "real node '$NODE_NAME' up in $(elapsed $((SECONDS - start))) (kubelet + containerd; Pods on $POD_CIDR, node IP $NODE_IP)"
 }
 
 # --- down ----------------------------------------------------------------------------------------
 
-teardown() { # stop everything and restore the host; the lock must be held or free
-  local kubeconfig=${1:-} i
-  if [ -S "$RUN/containerd.sock" ] && [ -f "$RUN/pids/containerd" ] && pid_alive "$(cat "$RUN/pids/containerd")"; then
-    # Pods first, while kubelet still runs, so that their sandboxes go through CNI DEL.
-    if [ -n "$kubeconfig" ] && [ -f "$kubeconfig" ] && [ -f "$RUN/pids/kubelet" ] && pid_alive "$(cat "$RUN/pids/kubelet")"; then
-      local kubectl; kubectl=$(bin_dir_quiet)/kubectl
-      if [ -x "$kubectl" ] && "$kubectl" --kubeconfig "$kubeconfig" --request-timeout=5s get node "$NODE_NAME" >/dev/null 2>&1; then
-        "$kubectl" --kubeconfig "$kubeconfig" cordon "$NODE_NAME" >/dev/null 2>&1 || true
-        "$kubectl" --kubeconfig "$kubeconfig" delete pods --all-namespaces --field-selector "spec.nodeName=$NODE_NAME" \
-          --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
-        wait_until 60 "" sh -c "[ -z \"\$(ctr --address '$RUN/containerd.sock' -n k8s.io tasks ls -q 2>/dev/null)\" ]" \
-          || say "some containers still run after 60 s; killing them"
-        "$kubectl" --kubeconfig "$kubeconfig" delete node "$NODE_NAME" --wait=false >/dev/null 2>&1 || true
-      fi
-    fi
-  fi
-  stop_daemon kubelet 30
-  stop_daemon kube-proxy
-  if [ -S "$RUN/containerd.sock" ] && ctr_ version >/dev/null 2>&1; then
-    local task
-    for task in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s KILL "$task" >/dev/null 2>&1 || true; done
-    for ((i = 0; i < 100; i++)); do
-      [ -z "$(ctr_ tasks ls 2>/dev/null | awk 'NR > 1 && $3 != "STOPPED"')" ] && break
-      sleep 0.1
-    done
-    for task in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks rm -f "$task" >/dev/null 2>&1 || true; done
-  fi
-  stop_daemon containerd 30
-  stop_daemon registry
-  # containerd's shims (one per Pod) outlive containerd: stop those of our socket, by PID.
-  local pid
+daemon_alive() { [ -f "$RUN/pids/$1" ] && pid_alive "$(cat "$RUN/pids/$1")"; }
+
+no_tasks() { [ -z "$(ctr_ tasks ls -q 2>/dev/null)" ]; }
+
+delete_node_pods() { # delete_node_pods KUBECONFIG: while kubelet runs, so that sandboxes go through CNI DEL
+  local kubeconfig=$1 kubectl
+  [ -n "$kubeconfig" ] && [ -f "$kubeconfig" ] && daemon_alive kubelet && daemon_alive containerd || return 0
+  [ -S "$RUN/containerd.sock" ] || return 0
+  kubectl=$(bin_dir_quiet)/kubectl
+  [ -x "$kubectl" ] && "$kubectl" --kubeconfig "$kubeconfig" --request-timeout=5s get node "$NODE_NAME" >/dev/null 2>&1 || return 0
+  "$kubectl" --kubeconfig "$kubeconfig" cordon "$NODE_NAME" >/dev/null 2>&1 || true
+  "$kubectl" --kubeconfig "$kubeconfig" delete pods --all-namespaces --field-selector "spec.nodeName=$NODE_NAME" \
+    --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
+  wait_until 60 "" no_tasks || say "some containers still run after 60 s; killing them"
+  "$kubectl" --kubeconfig "$kubeconfig" delete node "$NODE_NAME" --wait=false >/dev/null 2>&1 || true
+}
+
+kill_tasks() { # every container of the node's containerd: killed, then removed
+  [ -S "$RUN/containerd.sock" ] && ctr_ version >/dev/null 2>&1 || return 0
+  local task i
+  for task in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s KILL "$task" >/dev/null 2>&1 || true; done
+  for ((i = 0; i < 100; i++)); do
+    [ -z "$(ctr_ tasks ls 2>/dev/null | awk 'NR > 1 && $3 != "STOPPED"')" ] && break
+    sleep 0.1
+  done
+  for task in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks rm -f "$task" >/dev/null 2>&1 || true; done
+}
+
+kill_leftovers() { # containerd's shims (one per Pod, they outlive containerd) and runc containers
+  local pid id
   for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $RUN/containerd.sock" || true); do
     kill -KILL "$pid" 2>/dev/null || true
   done
   # runc containers whose shim is gone: kill their processes (runc's state names them).
-  if [ -d "$RUN/runc" ] && command -v runc >/dev/null 2>&1; then
-    local id
-    for id in $(runc --root "$RUN/runc/k8s.io" list -q 2>/dev/null); do
-      runc --root "$RUN/runc/k8s.io" kill "$id" KILL >/dev/null 2>&1 || true
-      runc --root "$RUN/runc/k8s.io" delete -f "$id" >/dev/null 2>&1 || true
-    done
-  fi
-  # kube-proxy's chains and rules, then the iptables as recorded.
-  local bin; bin=$(bin_dir_quiet)
+  [ -d "$RUN/runc" ] && command -v runc >/dev/null 2>&1 || return 0
+  for id in $(runc --root "$RUN/runc/k8s.io" list -q 2>/dev/null); do
+    runc --root "$RUN/runc/k8s.io" kill "$id" KILL >/dev/null 2>&1 || true
+    runc --root "$RUN/runc/k8s.io" delete -f "$id" >/dev/null 2>&1 || true
+  done
+}
+
+remove_network() { # kube-proxy's chains, the iptables as recorded, veths on the bridge, the bridge
+  local bin link
+  bin=$(bin_dir_quiet)
   if [ -x "$bin/kube-proxy" ]; then "$bin/kube-proxy" --cleanup >>"$STATE/cleanup.log" 2>&1 || true; fi
   restore_iptables
-  # Network: veths on our bridge, the bridge, network namespaces under our state.
-  if ip link show "$BRIDGE" >/dev/null 2>&1; then
-    local link
-    for link in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{ print $2 }' | cut -d@ -f1); do
-      ip link del "$link" 2>/dev/null || true
-    done
-    ip link del "$BRIDGE" 2>/dev/null || true
-  fi
+  ip link show "$BRIDGE" >/dev/null 2>&1 || return 0
+  for link in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{ print $2 }' | cut -d@ -f1); do
+    ip link del "$link" 2>/dev/null || true
+  done
+  ip link del "$BRIDGE" 2>/dev/null || true
+}
+
+teardown() { # teardown [KUBECONFIG]: stop everything and restore the host; the lock must be held or free
+  delete_node_pods "${1:-}"
+  stop_daemon kubelet 30
+  stop_daemon kube-proxy
+  kill_tasks
+  stop_daemon containerd 30
+  stop_daemon registry
+  kill_leftovers
+  remove_network
   unmount_under "$RUN"
   remove_cgroups
   restore_sysctls
