@@ -78,91 +78,121 @@ REAL_NODE_ARGS=(
   --extra-args kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname
 )
 
-up() {
-  local extra=()
-  if [ "$NODE" = real ]; then
-    # Before anything is made or built: can this machine host it, is no other real node up; then
-    # its packages, binaries and images (the slow part of a first run).
-    "$here/real-node.sh" check || exit 3
-    "$here/real-node.sh" free-for "$name"
-    "$here/real-node.sh" prepare >/dev/null
-    extra=("${REAL_NODE_ARGS[@]}")
+real_node_ready() { # before anything is made or built: can this machine host it, is no other real
+  # node up; then its packages, binaries and images (the slow part of a first run)
+  "$here/real-node.sh" check || exit 3
+  "$here/real-node.sh" free-for "$name"
+  "$here/real-node.sh" prepare >/dev/null
+}
+
+reuse() { # reuse: the cluster is up; say so (a kwok-only one cannot take a real node)
+  local mode
+  mode=$(cat "$mode_file" 2>/dev/null || echo kwok)
+  if [ "$mode" != "$NODE" ]; then
+    [ "$NODE" = real ] && die "cluster '$name' is up but was made without NODE=real (kwok would take a real node over). Delete it first ('hack/cluster.sh down $name'), or use another CLUSTER_NAME."
+    echo "cluster '$name' is up with a real node (made with NODE=real); reused as it is" >&2
   fi
-  if [ -n "${SERVICE_CIDR:-}" ]; then
-    extra+=(--extra-args "kube-apiserver=service-cluster-ip-range=$SERVICE_CIDR")
+  echo "cluster '$name' is already up (reused)" >&2
+}
+
+restart() { # restart KUBECTL: a cluster folder whose API server does not answer: started again, else deleted
+  [ -d "$cluster_dir" ] || return 0
+  echo "cluster '$name' exists but does not answer; starting it again ..." >&2
+  if ! kwokctl --name "$name" start cluster >"$cache_log" 2>&1 9>&- || ! answers "$1"; then
+    kwokctl --name "$name" delete cluster >/dev/null 2>&1 || rm -rf "$cluster_dir"
   fi
-  local bin; bin=$(bin_dir)
-  export PATH=$bin:$PATH
-  if answers "$bin/kubectl"; then
-    local mode; mode=$(cat "$mode_file" 2>/dev/null || echo kwok)
-    if [ "$mode" != "$NODE" ]; then
-      [ "$NODE" = real ] && die "cluster '$name' is up but was made without NODE=real (kwok would take a real node over). Delete it first ('hack/cluster.sh down $name'), or use another CLUSTER_NAME."
-      echo "cluster '$name' is up with a real node (made with NODE=real); reused as it is" >&2
+}
+
+create() { # create BIN_DIR KWOKCTL_ARG...: a new cluster of the binaries in BIN_DIR
+  local bin=$1
+  shift
+  echo "creating cluster '$name' (Kubernetes $KUBE_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION) ..." >&2
+  if ! kwokctl --name "$name" create cluster \
+      --runtime binary \
+      --kube-authorization=true \
+      --kubeconfig "$cluster_dir.user-kubeconfig" \
+      --etcd-binary "$bin/etcd" \
+      --kube-apiserver-binary "$bin/kube-apiserver" \
+      --kube-controller-manager-binary "$bin/kube-controller-manager" \
+      --kube-scheduler-binary "$bin/kube-scheduler" \
+      --kwok-controller-binary "$bin/kwok" \
+      "$@" \
+      --wait 120s >"$cache_log" 2>&1 9>&-; then # (its daemons must not hold the lock)
+    tail -n 15 "$cache_log" >&2
+    if grep -qiE 'address already in use|bind:' "$cache_log" "$cluster_dir"/logs/*.log 2>/dev/null; then
+      die "a port the control plane needs is busy. Free it (see 'ss -ltnp') or remove an old cluster with 'make cluster-down', then run 'make cluster' again. Log: $cache_log, component logs: $cluster_dir/logs/"
     fi
-    echo "cluster '$name' is already up (reused)" >&2
-  else
-    ports_lock
-    if [ -d "$cluster_dir" ]; then
-      echo "cluster '$name' exists but does not answer; starting it again ..." >&2
-      if ! kwokctl --name "$name" start cluster >"$cache_log" 2>&1 9>&- || ! answers "$bin/kubectl"; then
-        kwokctl --name "$name" delete cluster >/dev/null 2>&1 || rm -rf "$cluster_dir"
-      fi
-    fi
-    if ! answers "$bin/kubectl"; then
-      echo "creating cluster '$name' (Kubernetes $KUBE_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION) ..." >&2
-      if ! kwokctl --name "$name" create cluster \
-          --runtime binary \
-          --kube-authorization=true \
-          --kubeconfig "$cluster_dir.user-kubeconfig" \
-          --etcd-binary "$bin/etcd" \
-          --kube-apiserver-binary "$bin/kube-apiserver" \
-          --kube-controller-manager-binary "$bin/kube-controller-manager" \
-          --kube-scheduler-binary "$bin/kube-scheduler" \
-          --kwok-controller-binary "$bin/kwok" \
-          "${extra[@]}" \
-          --wait 120s >"$cache_log" 2>&1 9>&-; then # (its daemons must not hold the lock)
-        tail -n 15 "$cache_log" >&2
-        if grep -qiE 'address already in use|bind:' "$cache_log" "$cluster_dir"/logs/*.log 2>/dev/null; then
-          die "a port the control plane needs is busy. Free it (see 'ss -ltnp') or remove an old cluster with 'make cluster-down', then run 'make cluster' again. Log: $cache_log, component logs: $cluster_dir/logs/"
-        fi
-        die "creating cluster '$name' failed. Log: $cache_log, component logs: $cluster_dir/logs/"
-      fi
-      echo "$NODE" >"$mode_file"
-    fi
+    die "creating cluster '$name' failed. Log: $cache_log, component logs: $cluster_dir/logs/"
   fi
-  local have; have=$(kubectl --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | wc -l)
+  echo "$NODE" >"$mode_file"
+}
+
+add_nodes() { # add_nodes KUBECTL: $NODES kwok Nodes, Ready
+  local have
+  have=$("$1" --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | wc -l)
   if [ "$have" -lt "$NODES" ]; then
     kwokctl --name "$name" scale node --replicas "$NODES" >>"$cache_log" 2>&1 || die "adding $NODES kwok Nodes failed; log: $cache_log"
   fi
-  wait_nodes_ready "$bin/kubectl"
-  exec 9>&- # Ready kwok Nodes: every component listens on its port; others may start now
-  if [ "$NODE" = real ]; then
-    # Ordinary Pods (the seeds' unchanged) must land on the real node: the fake Nodes get a taint.
-    local fake
-    for fake in $(kubectl --kubeconfig "$kubeconfig" get nodes -o jsonpath='{range .items[?(@.metadata.annotations.kwok\.x-k8s\.io/node=="fake")]}{.metadata.name}{"\n"}{end}'); do
-      kubectl --kubeconfig "$kubeconfig" taint node "$fake" kwok.x-k8s.io/node=fake:NoSchedule --overwrite >/dev/null
-    done
-    if ! "$here/real-node.sh" up "$name" "$kubeconfig" "$cluster_dir/pki"; then
-      echo "cluster: the real node did not come up; undoing its host changes (the cluster stays: 'hack/cluster.sh down $name' removes it)" >&2
-      "$here/real-node.sh" down "$name" "$kubeconfig" || true
-      exit 1
-    fi
+  wait_nodes_ready "$1"
+}
+
+join_real_node() { # join_real_node KUBECTL: the fake Nodes tainted (ordinary Pods, the seeds'
+  # unchanged, must land on the real node), then the real node joined
+  local fake
+  for fake in $("$1" --kubeconfig "$kubeconfig" get nodes -o jsonpath='{range .items[?(@.metadata.annotations.kwok\.x-k8s\.io/node=="fake")]}{.metadata.name}{"\n"}{end}'); do
+    "$1" --kubeconfig "$kubeconfig" taint node "$fake" kwok.x-k8s.io/node=fake:NoSchedule --overwrite >/dev/null
+  done
+  if ! "$here/real-node.sh" up "$name" "$kubeconfig" "$cluster_dir/pki"; then
+    echo "cluster: the real node did not come up; undoing its host changes (the cluster stays: 'hack/cluster.sh down $name' removes it)" >&2
+    "$here/real-node.sh" down "$name" "$kubeconfig" || true
+    exit 1
   fi
-  # A fresh API server may still answer 404 for a group it has not registered: wait until
-  # discovery is complete, so that clients which walk it (kubernetes.core, kopf) start clean.
+}
+
+wait_discovery() { # wait_discovery KUBECTL: a fresh API server may still answer 404 for a group it
+  # has not registered: wait until discovery is complete, so that clients which walk it
+  # (kubernetes.core, kopf) start clean
   local deadline=$((SECONDS + 60))
-  until "$bin/kubectl" --kubeconfig "$kubeconfig" api-resources >/dev/null 2>&1; do
+  until "$1" --kubeconfig "$kubeconfig" api-resources >/dev/null 2>&1; do
     [ $SECONDS -lt $deadline ] || die "the API server of cluster '$name' did not complete discovery within 60 s; logs: $cluster_dir/logs/"
     sleep 0.5
   done
+}
+
+usage_message() { # usage_message BIN_DIR
   local what="$NODES Nodes"
   [ "$NODE" = real ] && what="$NODES kwok Nodes (tainted NoSchedule) and the real node 'real-node'"
   cat >&2 <<MSG
 cluster '$name' is up: $what Ready, Kubernetes $KUBE_VERSION.
   export KUBECONFIG=$kubeconfig
-  export PATH=$bin:\$PATH     # kubectl $KUBE_VERSION
+  export PATH=$1:\$PATH     # kubectl $KUBE_VERSION
   hack/cluster.sh down $name   # removes it (make cluster-down for the default one)
 MSG
+}
+
+up() {
+  local bin extra=()
+  if [ "$NODE" = real ]; then
+    real_node_ready
+    extra=("${REAL_NODE_ARGS[@]}")
+  fi
+  if [ -n "${SERVICE_CIDR:-}" ]; then
+    extra+=(--extra-args "kube-apiserver=service-cluster-ip-range=$SERVICE_CIDR")
+  fi
+  bin=$(bin_dir)
+  export PATH=$bin:$PATH
+  if answers "$bin/kubectl"; then
+    reuse
+  else
+    ports_lock
+    restart "$bin/kubectl"
+    answers "$bin/kubectl" || create "$bin" "${extra[@]}"
+  fi
+  add_nodes "$bin/kubectl"
+  exec 9>&- # Ready kwok Nodes: every component listens on its port; others may start now
+  [ "$NODE" != real ] || join_real_node "$bin/kubectl"
+  wait_discovery "$bin/kubectl"
+  usage_message "$bin"
 }
 
 down() {
