@@ -32,16 +32,6 @@ KUBE_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 # The real node's binaries (make cluster NODE=real): only with --node, so that the kwok-only
 # path never builds them.
 NODE_CMDS=(kubelet kube-proxy)
-check=0 node=0
-for arg in "$@"; do
-  case $arg in
-    --check) check=1 ;;
-    --node) node=1 ;;
-    *) echo "build-binaries: unknown option '$arg' (--check, --node)" >&2; exit 2 ;;
-  esac
-done
-[ $node = 1 ] && KUBE_CMDS+=("${NODE_CMDS[@]}")
-ALL_CMDS=(kwok kwokctl etcd "${KUBE_CMDS[@]}")
 # What a cold build needs (measured: Go module cache 1.3 GB, Go build cache 3.9 GB, binaries
 # 0.5 GB), with some room.
 NEED_MB=7000
@@ -63,15 +53,14 @@ has_version() { # has_version BINARY: it is in $BIN_DIR and reports the pinned v
 
 missing() { local c; for c in "${ALL_CMDS[@]}"; do has_version "$c" || echo "$c"; done; }
 
-if [ $check = 1 ]; then
-  todo=$(missing)
-  if [ -n "$todo" ]; then
-    [ $node = 1 ] && die "not built yet: $(echo $todo). Run 'hack/build-binaries.sh --node' first."
-    die "not built yet: $(echo $todo). Run 'make binaries' (hack/build-binaries.sh) first."
-  fi
+check_built() { # check_built HOW: print $BIN_DIR when every binary is there, else say which
+  # are not and HOW to build them
+  local todo
+  todo=$(missing | tr '\n' ' ')
+  todo=${todo% }
+  [ -z "$todo" ] || die "not built yet: $todo. Run $1 first."
   echo "$BIN_DIR"
-  exit 0
-fi
+}
 
 # --- set-up checks: one clear message for each way a machine can be unfit ------------------
 
@@ -90,49 +79,38 @@ writable_dir() { # writable_dir DIR WHAT VAR: DIR is ours (or can be made) and w
 
 free_mb() { df -Pm "$1" 2>/dev/null | awk 'NR == 2 { print $4 }'; }
 
-command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH. Install Go >= 1.26 (your distribution's golang package, or https://go.dev/doc/install), then run 'make binaries' again."
-go_version=$(go env GOVERSION 2>/dev/null || true)
-go_minor=${go_version#go1.}; go_minor=${go_minor%%.*}
-if ! [[ $go_minor =~ ^[0-9]+$ ]] || [ "$go_minor" -lt 26 ]; then
-  die "Go >= 1.26 is needed to build Kubernetes $KUBE_VERSION; '$(command -v go)' is ${go_version:-of unknown version}. Install a newer Go and put it first on PATH."
-fi
-export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
-GOCACHE_DIR=$(go env GOCACHE)
-GOMODCACHE_DIR=$(go env GOMODCACHE)
-
-writable_dir "$CACHE_ROOT" "the cache folder" OPERATOR_RUNNER_CACHE
-
-# One build at a time per cache: the second run waits, then finds the binaries built.
-exec 9>"$CACHE_ROOT/.build.lock"
-if ! flock -n 9; then
-  say "another build is running on this cache ($CACHE_ROOT); waiting for it to finish ..."
-  flock 9
-fi
-
-# Staging folders of a run that was killed: never taken as done, removed here (under the lock).
-rm -rf "$STAGING_ROOT"
-mkdir -p "$BIN_DIR" "$BUILD_DIR" "$STAGING_ROOT"
-staging=$(mktemp -d "$STAGING_ROOT/run-XXXXXX")
-trap 'rm -rf "$staging"' EXIT
-
-todo=$(missing)
-if [ -z "$todo" ]; then
-  echo "$BIN_DIR"
-  exit 0
-fi
-writable_dir "$GOCACHE_DIR" "the Go build cache" GOCACHE
-writable_dir "$GOMODCACHE_DIR" "the Go module cache" GOMODCACHE
-for dir in "$CACHE_ROOT" "$GOCACHE_DIR" "$GOMODCACHE_DIR"; do
-  free=$(free_mb "$dir")
-  if [ -n "$free" ] && [ "$free" -lt "$NEED_MB" ]; then
-    die "only ${free} MB free on the disk of $dir; a first build of the control plane needs about ${NEED_MB} MB (Go module cache, Go build cache, binaries). Free some space (or point OPERATOR_RUNNER_CACHE, GOCACHE, GOMODCACHE elsewhere) and run 'make binaries' again."
+check_go() { # a Go toolchain >= 1.26; the build's environment; GOCACHE_DIR, GOMODCACHE_DIR
+  local go_version go_minor
+  command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH. Install Go >= 1.26 (your distribution's golang package, or https://go.dev/doc/install), then run 'make binaries' again."
+  go_version=$(go env GOVERSION 2>/dev/null || true)
+  go_minor=${go_version#go1.}; go_minor=${go_minor%%.*}
+  if ! [[ $go_minor =~ ^[0-9]+$ ]] || [ "$go_minor" -lt 26 ]; then
+    die "Go >= 1.26 is needed to build Kubernetes $KUBE_VERSION; '$(command -v go)' is ${go_version:-of unknown version}. Install a newer Go and put it first on PATH."
   fi
-done
+  export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+  GOCACHE_DIR=$(go env GOCACHE)
+  GOMODCACHE_DIR=$(go env GOMODCACHE)
+}
 
-total_start=$SECONDS
-count=$(echo "$todo" | wc -w)
-step=0
-say "building $count of ${#ALL_CMDS[@]} binaries into $BIN_DIR (a first build takes 6-20 minutes on 2 CPUs; logs in $BUILD_DIR)"
+take_build_lock() { # one build at a time per cache: the second run waits, then finds the binaries built
+  exec 9>"$CACHE_ROOT/.build.lock"
+  if ! flock -n 9; then
+    say "another build is running on this cache ($CACHE_ROOT); waiting for it to finish ..."
+    flock 9
+  fi
+}
+
+check_room() { # the Go caches are ours and writable, and their disks have room for a cold build
+  local dir free
+  writable_dir "$GOCACHE_DIR" "the Go build cache" GOCACHE
+  writable_dir "$GOMODCACHE_DIR" "the Go module cache" GOMODCACHE
+  for dir in "$CACHE_ROOT" "$GOCACHE_DIR" "$GOMODCACHE_DIR"; do
+    free=$(free_mb "$dir")
+    if [ -n "$free" ] && [ "$free" -lt "$NEED_MB" ]; then
+      die "only ${free} MB free on the disk of $dir; a first build of the control plane needs about ${NEED_MB} MB (Go module cache, Go build cache, binaries). Free some space (or point OPERATOR_RUNNER_CACHE, GOCACHE, GOMODCACHE elsewhere) and run 'make binaries' again."
+    fi
+  done
+}
 
 # explain_failure LOG WHAT: one clear message for the failures a set-up can cause.
 explain_failure() {
@@ -239,8 +217,47 @@ build_kubernetes() {
   done
 }
 
-build_kwok
-build_etcd
-build_kubernetes
-say "all ${#ALL_CMDS[@]} binaries ready in $BIN_DIR ($count built in $(elapsed $((SECONDS - total_start))))"
-echo "$BIN_DIR"
+build() { # build what is missing, print $BIN_DIR
+  local todo
+  check_go
+  writable_dir "$CACHE_ROOT" "the cache folder" OPERATOR_RUNNER_CACHE
+  take_build_lock
+  # Staging folders of a run that was killed: never taken as done, removed here (under the lock).
+  rm -rf "$STAGING_ROOT"
+  mkdir -p "$BIN_DIR" "$BUILD_DIR" "$STAGING_ROOT"
+  staging=$(mktemp -d "$STAGING_ROOT/run-XXXXXX")
+  trap 'rm -rf "$staging"' EXIT
+  todo=$(missing)
+  if [ -n "$todo" ]; then
+    check_room
+    total_start=$SECONDS
+    count=$(echo "$todo" | wc -w)
+    step=0
+    say "building $count of ${#ALL_CMDS[@]} binaries into $BIN_DIR (a first build takes 6-20 minutes on 2 CPUs; logs in $BUILD_DIR)"
+    build_kwok
+    build_etcd
+    build_kubernetes
+    say "all ${#ALL_CMDS[@]} binaries ready in $BIN_DIR ($count built in $(elapsed $((SECONDS - total_start))))"
+  fi
+  echo "$BIN_DIR"
+}
+
+main() {
+  local arg check=0 node=0
+  for arg in "$@"; do
+    case $arg in
+      --check) check=1 ;;
+      --node) node=1 ;;
+      *) echo "build-binaries: unknown option '$arg' (--check, --node)" >&2; exit 2 ;;
+    esac
+  done
+  [ $node = 0 ] || KUBE_CMDS+=("${NODE_CMDS[@]}")
+  ALL_CMDS=(kwok kwokctl etcd "${KUBE_CMDS[@]}")
+  if [ $check = 1 ]; then
+    if [ $node = 1 ]; then check_built "'hack/build-binaries.sh --node'"; else check_built "'make binaries' (hack/build-binaries.sh)"; fi
+    return
+  fi
+  build
+}
+
+main "$@"
