@@ -104,29 +104,24 @@ in_root() { # in_root DIR COMMAND...: run COMMAND chrooted in DIR with /proc (pr
   unshare --mount --fork -- sh -c 'mount -t proc proc "$1/proc" && exec chroot "$@"' sh "$@"
 }
 
-make_rootfs() { # make_rootfs DIR: a minimal $SUITE with python3, slimmed like debian:*-slim
-  local dir=$1 mirror security
-  mirror=${DEBIAN_MIRROR:-$(apt_repo "$SUITE")}
-  mirror=${mirror:-http://deb.debian.org/debian/}
-  security=${DEBIAN_SECURITY_MIRROR:-$(apt_repo "$SUITE-security")}
-  security=${security:-http://deb.debian.org/debian-security/}
-  debootstrap --variant=minbase --include="$OS_PACKAGES" "$SUITE" "$dir" "$mirror"
-  rm -f "$dir/etc/apt/sources.list"
-  cat >"$dir/etc/apt/sources.list.d/debian.sources" <<EOF
+apt_sources() { # apt_sources MIRROR SECURITY_MIRROR: deb822 sources of $SUITE, its updates and security
+  cat <<EOS
 Types: deb
-URIs: $mirror
+URIs: $1
 Suites: $SUITE $SUITE-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 
 Types: deb
-URIs: $security
+URIs: $2
 Suites: $SUITE-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-  # Leave docs, man pages and translations out of this and every later install (as *-slim).
-  cat >"$dir/etc/dpkg/dpkg.cfg.d/slim" <<'EOF'
+EOS
+}
+
+dpkg_slim() { # leave docs, man pages and translations out of every install (as debian:*-slim)
+  cat <<'EOS'
 path-exclude /usr/share/doc/*
 path-include /usr/share/doc/*/copyright
 path-exclude /usr/share/man/*
@@ -134,11 +129,11 @@ path-exclude /usr/share/info/*
 path-exclude /usr/share/locale/*
 path-include /usr/share/locale/locale.alias
 path-exclude /usr/share/lintian/*
-EOF
-  # Security and point-release updates.
-  in_root "$dir" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive in_root "$dir" apt-get upgrade -y -qq --no-install-recommends
-  in_root "$dir" apt-get clean
+EOS
+}
+
+slim_rootfs() { # slim_rootfs DIR: what debootstrap and apt left that an image does not need
+  local dir=$1
   find "$dir/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
   find "$dir/usr/share/doc" -mindepth 1 -type d -empty -delete
   find "$dir/usr/share/locale" -mindepth 1 -maxdepth 1 -not -name locale.alias -exec rm -rf {} +
@@ -152,34 +147,58 @@ EOF
   rm -f "$dir/etc/hostname"
 }
 
-os_key() { # changes whenever the recipe of the debootstrap image changes
-  { echo "$SUITE $OS_PACKAGES"; declare -f make_rootfs in_root; } | sha256sum | cut -c1-16
+make_rootfs() { # make_rootfs DIR: a minimal $SUITE with python3, slimmed like debian:*-slim
+  local dir=$1 mirror security
+  mirror=${DEBIAN_MIRROR:-$(apt_repo "$SUITE")}
+  mirror=${mirror:-http://deb.debian.org/debian/}
+  security=${DEBIAN_SECURITY_MIRROR:-$(apt_repo "$SUITE-security")}
+  security=${security:-http://deb.debian.org/debian-security/}
+  debootstrap --variant=minbase --include="$OS_PACKAGES" "$SUITE" "$dir" "$mirror"
+  rm -f "$dir/etc/apt/sources.list"
+  apt_sources "$mirror" "$security" >"$dir/etc/apt/sources.list.d/debian.sources"
+  dpkg_slim >"$dir/etc/dpkg/dpkg.cfg.d/slim"
+  # Security and point-release updates.
+  in_root "$dir" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive in_root "$dir" apt-get upgrade -y -qq --no-install-recommends
+  in_root "$dir" apt-get clean
+  slim_rootfs "$dir"
 }
 
-os_image() { # print the name of the debootstrap image, making it when missing
-  local key name tarball ctr mnt start
-  key=$(os_key)
-  name=$OS_REPO:$SUITE-$key
-  if bah inspect --type image "$name" >/dev/null 2>&1; then echo "$name"; return; fi
-  need_root "making the debootstrap image"
-  ensure_tools debootstrap:debootstrap
+os_key() { # changes whenever the recipe of the debootstrap image changes
+  { echo "$SUITE $OS_PACKAGES"; declare -f make_rootfs in_root apt_sources dpkg_slim slim_rootfs; } | sha256sum | cut -c1-16
+}
+
+os_tarball() { # os_tarball KEY: the debootstrap root filesystem of recipe KEY, as a tarball (made once)
+  local key=$1 tarball rootfs log start
   tarball=$CACHE/os-$SUITE-$key.tar
+  rootfs=$CACHE/rootfs-$key
+  log=$CACHE/logs/debootstrap-$key.log
   if [ ! -s "$tarball" ]; then
-    local rootfs=$CACHE/rootfs-$key
     rm -rf "$rootfs"
-    say "debootstrap $SUITE ($OS_PACKAGES) into $rootfs ... (log: $CACHE/logs/debootstrap-$key.log)"
+    say "debootstrap $SUITE ($OS_PACKAGES) into $rootfs ... (log: $log)"
     mkdir -p "$CACHE/logs"
     start=$SECONDS
-    if ! with_progress image debootstrap "$CACHE/logs/debootstrap-$key.log" make_rootfs "$rootfs"; then
-      tail -n 20 "$CACHE/logs/debootstrap-$key.log" >&2
+    if ! with_progress image debootstrap "$log" make_rootfs "$rootfs"; then
+      tail -n 20 "$log" >&2
       rm -rf "$rootfs"
-      die "making the debootstrap root filesystem failed; log: $CACHE/logs/debootstrap-$key.log"
+      die "making the debootstrap root filesystem failed; log: $log"
     fi
     tar --numeric-owner --xattrs -C "$rootfs" -cf "$tarball.tmp" .
     mv "$tarball.tmp" "$tarball"
     rm -rf "$rootfs"
     say "debootstrap root filesystem made in $((SECONDS - start)) s: $tarball"
   fi
+  echo "$tarball"
+}
+
+os_image() { # print the name of the debootstrap image, making it when missing
+  local key name tarball ctr mnt
+  key=$(os_key)
+  name=$OS_REPO:$SUITE-$key
+  if bah inspect --type image "$name" >/dev/null 2>&1; then echo "$name"; return; fi
+  need_root "making the debootstrap image"
+  ensure_tools debootstrap:debootstrap
+  tarball=$(os_tarball "$key")
   ctr=$(bah from --quiet scratch)
   mnt=$(bah mount "$ctr")
   tar --numeric-owner --xattrs -C "$mnt" -xpf "$tarball"
@@ -199,9 +218,8 @@ context_files() { # context_files CONTEXT DOCKERFILE: what its COPY lines take f
   awk 'toupper($1) == "COPY" && $0 !~ /--from/ { for (i = 2; i < NF; i++) if ($i !~ /^--/) print $i }' \
     "$dockerfile" | while read -r src; do
     src=${src%/}
-    # shellcheck disable=SC2086 # $src is expanded as a glob, as COPY does
     (cd "$ctx" && compgen -G "$src" >/dev/null) || die "$dockerfile copies $src, which is not in $ctx"
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086 # $src is expanded as a glob, as COPY does
     (cd "$ctx" && find $src -type f -not -path '*/__pycache__/*' -not -name '*.pyc' -not -path '*/.pytest_cache/*')
   done
   [ -f "$ctx/.dockerignore" ] && echo .dockerignore
@@ -402,8 +420,58 @@ sandbox() { # inside `unshare --mount --pid --fork` (PID 1 of the new PID namesp
   exec "${PYTHON_LAUNCHER:-python3}" -I -S -c "$LAUNCHER" "$r" "$workdir" "$uid" "$gid" "$state/env" "$@"
 }
 
+config_list() { # config_list IMAGE FIELD: a list of the image's config (Env, Entrypoint, Cmd), one a line
+  bah inspect --type image --format "{{range .OCIv1.Config.$2}}{{println .}}{{end}}" "$1" | sed '/^$/d'
+}
+
+config_value() { bah inspect --type image --format "{{.OCIv1.Config.$2}}" "$1"; } # IMAGE FIELD
+
+user_ids() { # user_ids ROOTFS USER: "UID GID" of an image's USER (name or uid[:gid]), by its /etc/passwd
+  local rootfs=$1 user=$2 uid gid
+  uid=${user%%:*}
+  uid=${uid:-0}
+  [[ $uid =~ ^[0-9]+$ ]] || uid=$(awk -F: -v u="$uid" '$1 == u { print $3 }' "$rootfs/etc/passwd")
+  if [[ $user == *:* ]]; then gid=${user#*:}; else
+    gid=$(awk -F: -v u="$uid" '$3 == u { print $4; exit }' "$rootfs/etc/passwd")
+  fi
+  echo "$uid ${gid:-0}"
+}
+
+sandbox_env() { # sandbox_env IMAGE NAME=VALUE...: the entrypoint's environment, NUL-separated
+  local image=$1
+  shift
+  config_list "$image" Env | tr '\n' '\0'
+  printf '%s\0' "KUBECONFIG=/tmp/kubeconfig" "HOSTNAME=$(hostname)"
+  [ -z "${WATCH_NAMESPACE+x}" ] || printf '%s\0' "WATCH_NAMESPACE=$WATCH_NAMESPACE"
+  [ -z "${POD_NAMESPACE+x}" ] || printf '%s\0' "POD_NAMESPACE=$POD_NAMESPACE"
+  [ $# -eq 0 ] || printf '%s\0' "$@"
+}
+
+forward() { # forward SIGNAL PID: to the child of PID (unshare's child: PID 1 of the sandbox)
+  local child
+  child=$(cat "/proc/$2/task/$2/children" 2>/dev/null || true)
+  if [ -n "$child" ]; then kill -s "$1" "$child" 2>/dev/null || true; fi
+}
+
+run_forwarding() { # run_forwarding CMD...: CMD (unshare) in the background; SIGTERM/SIGINT handed
+  # to the sandbox's PID 1 (unshare itself ignores them while it waits); CMD's exit status
+  local upid rc
+  "$@" &
+  upid=$!
+  trap 'forward TERM "$upid"' TERM
+  trap 'forward INT "$upid"' INT
+  while :; do
+    rc=0
+    wait "$upid" || rc=$?
+    if [ "$rc" -le 128 ] || ! kill -0 "$upid" 2>/dev/null; then break; fi
+  done
+  trap - TERM INT
+  return "$rc"
+}
+
 run() {
-  local extra_env=()
+  local extra_env=() image=${IMAGE:-} rootfs_dir uid gid workdir state rc=0
+  local -a entrypoint cmd
   while [ $# -gt 0 ]; do
     case $1 in
       -e) [ $# -ge 2 ] || die "run: -e needs NAME=VALUE"; extra_env+=("$2"); shift 2 ;;
@@ -413,53 +481,22 @@ run() {
   done
   need_root "running the image"
   [ -n "${KUBECONFIG:-}" ] || die "run: set KUBECONFIG to the cluster's kubeconfig"
-  local image=${IMAGE:-} rootfs_dir user uid gid workdir state kubectl
   [ -n "$image" ] || image=$(build)
   rootfs_dir=$(rootfs "$image")
-  local -a env entrypoint cmd
-  mapfile -t env < <(bah inspect --type image --format '{{range .OCIv1.Config.Env}}{{println .}}{{end}}' "$image" | sed '/^$/d')
-  mapfile -t entrypoint < <(bah inspect --type image --format '{{range .OCIv1.Config.Entrypoint}}{{println .}}{{end}}' "$image" | sed '/^$/d')
-  mapfile -t cmd < <(bah inspect --type image --format '{{range .OCIv1.Config.Cmd}}{{println .}}{{end}}' "$image" | sed '/^$/d')
-  workdir=$(bah inspect --type image --format '{{.OCIv1.Config.WorkingDir}}' "$image")
-  user=$(bah inspect --type image --format '{{.OCIv1.Config.User}}' "$image")
-  uid=${user%%:*}
-  uid=${uid:-0}
-  [[ $uid =~ ^[0-9]+$ ]] || uid=$(awk -F: -v u="$uid" '$1 == u { print $3 }' "$rootfs_dir/etc/passwd")
-  if [[ $user == *:* ]]; then gid=${user#*:}; else
-    gid=$(awk -F: -v u="$uid" '$3 == u { print $4; exit }' "$rootfs_dir/etc/passwd")
-  fi
-  gid=${gid:-0}
-  # Arguments replace the image's CMD, as `docker run IMAGE ARG...` does.
-  [ $# -gt 0 ] && cmd=("$@")
+  mapfile -t entrypoint < <(config_list "$image" Entrypoint)
+  mapfile -t cmd < <(config_list "$image" Cmd)
+  [ $# -eq 0 ] || cmd=("$@") # arguments replace the image's CMD, as `docker run IMAGE ARG...` does
   [ ${#entrypoint[@]} -gt 0 ] || [ ${#cmd[@]} -gt 0 ] || die "run: the image has no entrypoint and no command"
+  workdir=$(config_value "$image" WorkingDir)
+  read -r uid gid < <(user_ids "$rootfs_dir" "$(config_value "$image" User)")
   state=$(mktemp -d "${TMPDIR:-/tmp}/operator-runner-image.XXXXXX")
   mkdir "$state/root"
-  kubectl=$here/kubectl.sh
   # Self-contained (certificates inline): the files it names are not inside the image.
-  "$kubectl" config view --raw --flatten --minify >"$state/kubeconfig" || die "run: cannot read KUBECONFIG=$KUBECONFIG"
-  env+=("KUBECONFIG=/tmp/kubeconfig" "HOSTNAME=$(hostname)")
-  [ -n "${WATCH_NAMESPACE+x}" ] && env+=("WATCH_NAMESPACE=$WATCH_NAMESPACE")
-  [ -n "${POD_NAMESPACE+x}" ] && env+=("POD_NAMESPACE=$POD_NAMESPACE")
-  env+=("${extra_env[@]}")
-  printf '%s\0' "${env[@]}" >"$state/env"
+  "$here/kubectl.sh" config view --raw --flatten --minify >"$state/kubeconfig" || die "run: cannot read KUBECONFIG=$KUBECONFIG"
+  sandbox_env "$image" "${extra_env[@]}" >"$state/env"
   say "running $image as uid $uid (root filesystem $rootfs_dir read-only)"
-  unshare --mount --pid --fork --kill-child -- "$here/image.sh" __sandbox "$rootfs_dir" "$state" "$uid" "$gid" "${workdir:-/}" \
-    "${entrypoint[@]}" "${cmd[@]}" &
-  local upid=$! rc
-  # unshare itself ignores SIGTERM/SIGINT while it waits: hand them to PID 1 of the sandbox.
-  forward() {
-    local child
-    child=$(cat "/proc/$upid/task/$upid/children" 2>/dev/null || true)
-    if [ -n "$child" ]; then kill -s "$1" "$child" 2>/dev/null || true; fi
-  }
-  trap 'forward TERM' TERM
-  trap 'forward INT' INT
-  while :; do
-    rc=0
-    wait "$upid" || rc=$?
-    if [ "$rc" -le 128 ] || ! kill -0 "$upid" 2>/dev/null; then break; fi
-  done
-  trap - TERM INT
+  run_forwarding unshare --mount --pid --fork --kill-child -- "$here/image.sh" __sandbox "$rootfs_dir" "$state" \
+    "$uid" "$gid" "${workdir:-/}" "${entrypoint[@]}" "${cmd[@]}" || rc=$?
   rm -f "$state/kubeconfig" "$state/env"
   rmdir "$state/root" "$state" 2>/dev/null || true # never rm -r: the root may still be mounted
   return "$rc"
