@@ -12,56 +12,54 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
-python=${1:?usage: hack/venv.sh PYTHON DIR [LINE]}
-venv=${2:?usage: hack/venv.sh PYTHON DIR [LINE]}
-line=${3:-$("$here/lines.sh" default)}
 MIN=3.11 MAX=3.13
 
 die() { echo "venv: $*" >&2; exit 1; }
 
-"$here/lines.sh" check "$line" >/dev/null 2>&1 || die "$("$here/lines.sh" check "$line" 2>&1)"
-constraints=$repo/$("$here/lines.sh" constraints "$line")
-command -v "$python" >/dev/null 2>&1 ||
-  die "no Python interpreter '$python' on PATH. Install Python $("$here/lines.sh" pythons "$line" | sed 's/ /, /g') (ansible-core $line's; e.g. apt-get install python3), or name one with PYTHON=/path/to/python3.x."
-version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])') ||
-  die "'$python' does not run."
-"$python" -c "import sys; sys.exit(not ((${MIN/./, }) <= sys.version_info[:2] <= (${MAX/./, })))" ||
-  die "'$python' is Python $version; operator-runner needs Python $MIN to $MAX. Name one with PYTHON=/path/to/python3.x."
-"$here/lines.sh" check "$line" "$version" >/dev/null 2>&1 ||
-  die "'$python' is Python $version, $("$here/lines.sh" check "$line" "$version" 2>&1 | sed 's/^ansible-core/but ansible-core/')"
-"$python" -c 'import venv, ensurepip' 2>/dev/null ||
-  die "'$python' (Python $version) lacks the venv module or ensurepip; on Debian or Ubuntu: apt-get install python$version-venv."
-[ -f "$constraints" ] || die "${constraints#"$repo"/} is missing; make it with: make lock ANSIBLE_CORE=$line"
+check_inputs() { # the line, the Python (runs, is one the line runs on, has venv), the constraints
+  "$here/lines.sh" check "$line" >/dev/null 2>&1 || die "$("$here/lines.sh" check "$line" 2>&1)"
+  constraints=$repo/$("$here/lines.sh" constraints "$line")
+  command -v "$python" >/dev/null 2>&1 ||
+    die "no Python interpreter '$python' on PATH. Install Python $("$here/lines.sh" pythons "$line" | sed 's/ /, /g') (ansible-core $line's; e.g. apt-get install python3), or name one with PYTHON=/path/to/python3.x."
+  version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])') ||
+    die "'$python' does not run."
+  "$python" -c "import sys; sys.exit(not ((${MIN/./, }) <= sys.version_info[:2] <= (${MAX/./, })))" ||
+    die "'$python' is Python $version; operator-runner needs Python $MIN to $MAX. Name one with PYTHON=/path/to/python3.x."
+  "$here/lines.sh" check "$line" "$version" >/dev/null 2>&1 ||
+    die "'$python' is Python $version, $("$here/lines.sh" check "$line" "$version" 2>&1 | sed 's/^ansible-core/but ansible-core/')"
+  "$python" -c 'import venv, ensurepip' 2>/dev/null ||
+    die "'$python' (Python $version) lacks the venv module or ensurepip; on Debian or Ubuntu: apt-get install python$version-venv."
+  [ -f "$constraints" ] || die "${constraints#"$repo"/} is missing; make it with: make lock ANSIBLE_CORE=$line"
+}
 
-key=$(cat "$repo/pyproject.toml" "$constraints" "$repo/hack/install_collections.py" |
-  sha256sum | cut -c1-16)-ansible-core-$line-$version
-stamp=$venv/.stamp
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ] && [ -x "$venv/bin/python" ]; then
-  exit 0
-fi
+up_to_date() { # the virtualenv was made from these very inputs
+  [ -f "$venv/.stamp" ] && [ "$(cat "$venv/.stamp")" = "$key" ] && [ -x "$venv/bin/python" ]
+}
 
-start=$SECONDS
-if [ -x "$venv/bin/python" ] && [ "$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" != "$version" ]; then
-  echo "venv: $venv is of another Python; making it anew with Python $version" >&2
-  rm -rf "$venv"
-fi
-rm -f "$stamp"
-if [ ! -x "$venv/bin/python" ]; then
-  echo "venv: creating $venv with $(command -v "$python") (Python $version)" >&2
-  "$python" -m venv "$venv"
-fi
-count=$(grep -cE '^[A-Za-z0-9]' "$constraints")
-echo "venv: installing operator-runner with ansible-core $line and its $count pinned dependencies into $venv (about a minute the first time) ..." >&2
-# pip's own lines (one per package it collects and installs) are the progress; the rest of
-# its output is kept in $venv/pip.log.
-log=$venv/pip.log
-set +e
-"$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
-  -c "$constraints" -e "$repo[dev]" "ansible-core~=$line.0" 2>&1 | tee "$log" |
-  grep --line-buffered -E '^(Collecting|Successfully installed|ERROR|WARNING: Retrying)' | cut -c1-100 >&2
-rc=${PIPESTATUS[0]}
-set -e
-if [ "$rc" != 0 ]; then
+make_venv() { # a virtualenv of $version at $venv (one of another Python is made anew)
+  if [ -x "$venv/bin/python" ] && [ "$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" != "$version" ]; then
+    echo "venv: $venv is of another Python; making it anew with Python $version" >&2
+    rm -rf "$venv"
+  fi
+  rm -f "$venv/.stamp"
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "venv: creating $venv with $(command -v "$python") (Python $version)" >&2
+    "$python" -m venv "$venv"
+  fi
+}
+
+pip_install() { # operator-runner with its pinned dependencies; pip's own lines (one per package
+  # it collects and installs) are the progress, the rest of its output is kept in $venv/pip.log
+  local log=$venv/pip.log count rc
+  count=$(grep -cE '^[A-Za-z0-9]' "$constraints")
+  echo "venv: installing operator-runner with ansible-core $line and its $count pinned dependencies into $venv (about a minute the first time) ..." >&2
+  set +e
+  "$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
+    -c "$constraints" -e "${repo}[dev]" "ansible-core~=$line.0" 2>&1 | tee "$log" |
+    grep --line-buffered -E '^(Collecting|Successfully installed|ERROR|WARNING: Retrying)' | cut -c1-100 >&2
+  rc=${PIPESTATUS[0]}
+  set -e
+  [ "$rc" = 0 ] && return 0
   tail -n 15 "$log" >&2
   if grep -qiE 'No space left on device' "$log"; then
     die "the disk is full (df -h $venv); free some space and run 'make venv' again."
@@ -69,8 +67,23 @@ if [ "$rc" != 0 ]; then
     die "pip could not reach the package index (PyPI, or PIP_INDEX_URL); check the network and run 'make venv' again. Full log: $log"
   fi
   die "pip failed (exit $rc); full log: $log"
-fi
-echo "venv: installing the kubernetes.core collection (from the ansible $("$venv/bin/python" "$here/install_collections.py" --line "$line" --print-version) wheel) ..." >&2
-"$venv/bin/python" "$here/install_collections.py" --line "$line"
-echo "$key" >"$stamp"
-echo "venv: $venv ready (Python $version, ansible-core $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("ansible-core"))')) in $((SECONDS - start)) s" >&2
+}
+
+main() {
+  python=${1:?usage: hack/venv.sh PYTHON DIR [LINE]}
+  venv=${2:?usage: hack/venv.sh PYTHON DIR [LINE]}
+  line=${3:-$("$here/lines.sh" default)}
+  check_inputs
+  key=$(cat "$repo/pyproject.toml" "$constraints" "$repo/hack/install_collections.py" |
+    sha256sum | cut -c1-16)-ansible-core-$line-$version
+  up_to_date && return 0
+  local start=$SECONDS
+  make_venv
+  pip_install
+  echo "venv: installing the kubernetes.core collection (from the ansible $("$venv/bin/python" "$here/install_collections.py" --line "$line" --print-version) wheel) ..." >&2
+  "$venv/bin/python" "$here/install_collections.py" --line "$line"
+  echo "$key" >"$venv/.stamp"
+  echo "venv: $venv ready (Python $version, ansible-core $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("ansible-core"))')) in $((SECONDS - start)) s" >&2
+}
+
+main "$@"
