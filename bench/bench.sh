@@ -20,5 +20,5 @@ else
   SERVICE_CIDR=${SERVICE_CIDR:-10.96.0.0/16} NODES=4 hack/cluster.sh up "$name"
   kubeconfig=$(hack/cluster.sh kubeconfig "$name")
 fi
-# shellcheck disable=SC2086
-.venv/bin/python -m bench.run --scale "$scale" --kubeconfig "$kubeconfig" --out "$out" ${BENCH_ARGS:-}
+read -r -a bench_args <<<"${BENCH_ARGS:-}" # split on spaces, as the Makefile's BENCH_ARGS=... reads
+.venv/bin/python -m bench.run --scale "$scale" --kubeconfig "$kubeconfig" --out "$out" "${bench_args[@]}"

@@ -22,15 +22,17 @@ PEER=$CACHE_ROOT/peer
 PYTHON=${PYTHON:-python3.11}
 mkdir -p "$PEER"
 
-stamp=$PEER/venv/.stamp-$(sha256sum "$repo/bench/peer-requirements.txt" "$repo/hack/install_collections.py" | sha256sum | cut -c1-16)
-if [ ! -f "$stamp" ]; then
+install_python_side() {  # $PEER/venv, made again when its requirements or the installer change
+  local stamp
+  stamp=$PEER/venv/.stamp-$(sha256sum "$repo/bench/peer-requirements.txt" "$repo/hack/install_collections.py" | sha256sum | cut -c1-16)
+  [ ! -f "$stamp" ] || return 0
   echo "peer: installing the Python side into $PEER/venv ..." >&2
   rm -rf "$PEER/venv"
   "$PYTHON" -m venv "$PEER/venv"
   "$PEER/venv/bin/pip" install --quiet -r "$repo/bench/peer-requirements.txt"
   "$PEER/venv/bin/python" "$repo/hack/install_collections.py" >&2
   touch "$stamp"
-fi
+}
 
 wait_for_go_builds() {
   for _ in $(seq 360); do  # one heavy Go build at a time on this machine
@@ -112,6 +114,7 @@ install_peer() {  # $1 = version, $2 = builder; 0 when the binary is there
   return 1
 }
 
+install_python_side
 if [ -n "${PEER_VERSION:-}" ]; then  # one version asked for
   case $PEER_VERSION in
     v1.3[0-9]*|v1.2*) install_peer "$PEER_VERSION" build_sdk || true ;;

@@ -51,8 +51,8 @@ case "${1:-}" in
   check) check "${2:?usage: hack/lines.sh check LINE [PYTHON_VERSION]}" "${3:-}" ;;
   python)
     check "${2:?usage: hack/lines.sh python LINE}"
-    # shellcheck disable=SC2086
-    "$here/find-python.sh" ${PYTHONS[$2]} ||
+    read -r -a pythons <<<"${PYTHONS[$2]}"
+    "$here/find-python.sh" "${pythons[@]}" ||
       die "no Python for ansible-core $2 found: it runs on Python ${PYTHONS[$2]// /, } (on PATH or in pyenv's versions folder); install one, or name it with PYTHON=/path/to/python3.x."
     ;;
   venv) check "${2:?usage: hack/lines.sh venv LINE}"; [ "$2" = "$DEFAULT" ] && echo .venv || echo ".venv-ansible-$2" ;;
