@@ -59,11 +59,12 @@ lock: ## Re-resolve constraints/ansible-core-<line>.txt of ANSIBLE_CORE from pyp
 	@hack/lock.sh $(ANSIBLE_CORE)
 
 .PHONY: lint
-lint: venv ## ruff, mypy and the import contract (.importlinter: the packages' layers).
+lint: venv ## ruff, mypy, the import contract (.importlinter: the packages' layers) and shellcheck on every shell script (hack/lint-shell.sh).
 	$(BIN)/ruff check runner tests
 	$(BIN)/ruff format --check runner tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	hack/lint-shell.sh $(BIN)/shellcheck
 
 .PHONY: unit
 unit: venv ## Unit tests only (no cluster).
