@@ -8,10 +8,15 @@
 #                      scaffolded Dockerfile with only FROM changed)
 #   a project's image  any operator project's Dockerfile, its first FROM replaced by the base
 #
+# Each on the ansible-core line ANSIBLE_CORE (hack/lines.sh; default 2.18, as `make image
+# ANSIBLE_CORE=2.21` sets it): the base image's build argument, on that line's Debian (bookworm,
+# Python 3.11, up to 2.19; trixie, Python 3.13, for 2.20 and 2.21). Images are named
+# REPO:<line>-<content hash>, e.g. localhost/operator-runner-seeds:2.18-0123456789abcdef.
+#
 #   hack/image.sh build              build the seeds' image (the base image first); each is
 #                                    reused when its content hash is built already; print its name
 #   hack/image.sh build-base         build the base image; print its name (also tagged
-#                                    localhost/operator-runner:latest)
+#                                    localhost/operator-runner:<line> and :latest)
 #   hack/image.sh build-project DIR [-v SRC:DST]...
 #                                    build the operator project in DIR (DIR/Dockerfile, context
 #                                    DIR) FROM the base image; print its name,
@@ -26,7 +31,8 @@
 #                                    network (the API server may be on 127.0.0.1). WATCH_NAMESPACE
 #                                    and POD_NAMESPACE pass through; -e sets more variables.
 #                                    SIGTERM/SIGINT go to tini.
-#   hack/image.sh os                 make the debootstrap image ($SUITE + python3); print it
+#   hack/image.sh os                 make the debootstrap image (the line's Debian + python3);
+#                                    print it
 #   hack/image.sh inspect            print buildah's description of IMAGE (default: the seeds')
 #   hack/image.sh rootfs             print the path of IMAGE's root filesystem (never written)
 #   hack/image.sh size [IMAGE]       print an image's size (default: the seeds')
@@ -50,7 +56,9 @@ repo=$(cd "$here/.." && pwd)
 # shellcheck source=lib/progress.sh
 . "$here/lib/progress.sh"
 CACHE=${OPERATOR_RUNNER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operator-runner}/image
-SUITE=bookworm
+LINE=${ANSIBLE_CORE:-$("$here/lines.sh" default)}
+"$here/lines.sh" check "$LINE"
+SUITE=$("$here/lines.sh" debian "$LINE")
 OS_PACKAGES=python3,python3-venv,ca-certificates
 OS_REPO=localhost/operator-runner-os
 BASE_REPO=localhost/operator-runner
@@ -253,12 +261,12 @@ ca_secret() { # the CA bundle of this host for pip in the build (TLS-interceptin
   done
 }
 
-# build_image REPO CONTEXT DOCKERFILE WHAT HASH BUD_OPTION...: build REPO:HASH with buildah
-# unless it is built already; print its name.
+# build_image REPO CONTEXT DOCKERFILE WHAT HASH BUD_OPTION...: build REPO:LINE-HASH with
+# buildah unless it is built already; print its name.
 build_image() {
   local repo_name=$1 ctx=$2 dockerfile=$3 what=$4 hash=$5 name log start
   shift 5
-  name=$repo_name:$hash
+  name=$repo_name:$LINE-$hash
   if bah inspect --type image "$name" >/dev/null 2>&1; then
     say "$what $name is built already (same content hash)"
     echo "$name"
@@ -284,6 +292,7 @@ build_image() {
 
 base_args() { # the build arguments of the base image, one per line
   echo "PYTHON_IMAGE=$1"
+  echo "ANSIBLE_CORE=$LINE"
 }
 
 build_base() { # print the name of the base image, building it when missing
@@ -297,8 +306,8 @@ build_base() { # print the name of the base image, building it when missing
   secret=$(ca_secret)
   [ -n "$secret" ] && bud+=("$secret")
   name=$(build_image "$BASE_REPO" "$repo" "$repo/$BASE_DOCKERFILE" "the base image" "$hash" "${bud[@]}")
-  # What a project's `FROM operator-runner:latest` finds in this storage.
-  bah tag "$name" "$BASE_REPO:latest"
+  # What a project's `FROM operator-runner:latest` (or :<line>) finds in this storage.
+  bah tag "$name" "$BASE_REPO:$LINE" "$BASE_REPO:latest"
   echo "$name"
 }
 
@@ -514,13 +523,14 @@ engine() { # docker when an engine answers, else buildah, else podman
 
 docker_build() { # the base image ($BASE_IMG, and operator-runner:latest), then IMG FROM it
   local img=${1:?usage: docker-build IMG} base=${BASE_IMG:-operator-runner:latest} tool secret
-  local -a args=() tags=(-t "$base")
-  [ -n "${PYTHON_IMAGE:-}" ] && args+=(--build-arg "PYTHON_IMAGE=$PYTHON_IMAGE")
+  local -a tags=(-t "$base")
+  local -a args=(--build-arg "ANSIBLE_CORE=$LINE"
+    --build-arg "PYTHON_IMAGE=${PYTHON_IMAGE:-$("$here/lines.sh" python-image "$LINE")}")
   secret=$(ca_secret)
   [ -n "$secret" ] && args+=("$secret")
   [ "$base" = operator-runner:latest ] || tags+=(-t operator-runner:latest)
   tool=$(engine)
-  say "building the base image $base with $tool"
+  say "building the base image $base (ansible-core $LINE) with $tool"
   case $tool in
     docker) DOCKER_BUILDKIT=1 docker build "${args[@]}" -f "$repo/$BASE_DOCKERFILE" "${tags[@]}" "$repo" ;;
     buildah) buildah bud --layers "${args[@]}" -f "$repo/$BASE_DOCKERFILE" "${tags[@]}" "$repo" ;;

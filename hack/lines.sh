@@ -13,6 +13,11 @@
 #   hack/lines.sh python LINE        the newest Python LINE supports that is found on this machine
 #   hack/lines.sh venv LINE          its virtualenv folder: .venv for the default, else .venv-ansible-LINE
 #   hack/lines.sh constraints LINE   constraints/ansible-core-LINE.txt
+#   hack/lines.sh debian LINE        the Debian suite of the line's image (hack/image.sh's debootstrap
+#                                    base), whose python3 the line runs on
+#   hack/lines.sh python-image LINE  the Python image of the line's image in docker builds
+#                                    (images/operator-runner/Dockerfile's PYTHON_IMAGE): the same
+#                                    Python on the same Debian, python:3.X-slim-SUITE
 set -euo pipefail
 
 # The default: the line today's operator-sdk images (ansible-operator-plugins v1.37 and later)
@@ -29,6 +34,12 @@ declare -A PYTHONS=(
   [2.21]="3.13 3.12"
 )
 LINES="2.15 2.16 2.17 2.18 2.19 2.20 2.21"
+# The image's Debian: its python3 must be one the line runs on. Bookworm's is 3.11 (every line up
+# to 2.19 runs on it; the default line's image stays what it was); trixie's is 3.13, for 2.20 and
+# 2.21, which do not run on 3.11.
+declare -A DEBIAN=([2.15]=bookworm [2.16]=bookworm [2.17]=bookworm [2.18]=bookworm [2.19]=bookworm
+  [2.20]=trixie [2.21]=trixie)
+declare -A DEBIAN_PYTHON=([bookworm]=3.11 [trixie]=3.13)
 
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -57,5 +68,10 @@ case "${1:-}" in
     ;;
   venv) check "${2:?usage: hack/lines.sh venv LINE}"; [ "$2" = "$DEFAULT" ] && echo .venv || echo ".venv-ansible-$2" ;;
   constraints) check "${2:?usage: hack/lines.sh constraints LINE}"; echo "constraints/ansible-core-$2.txt" ;;
-  *) die "usage: hack/lines.sh default|list|pythons LINE|check LINE [PY]|python LINE|venv LINE|constraints LINE" ;;
+  debian) check "${2:?usage: hack/lines.sh debian LINE}"; echo "${DEBIAN[$2]}" ;;
+  python-image)
+    check "${2:?usage: hack/lines.sh python-image LINE}"
+    echo "python:${DEBIAN_PYTHON[${DEBIAN[$2]}]}-slim-${DEBIAN[$2]}"
+    ;;
+  *) die "usage: hack/lines.sh default|list|pythons LINE|check LINE [PY]|python LINE|venv LINE|constraints LINE|debian LINE|python-image LINE" ;;
 esac

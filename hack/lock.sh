@@ -4,8 +4,7 @@
 # that ansible-core line: the newest versions inside pyproject.toml's ranges that install with
 # ansible-core ~=2.x.0, on each Python the line supports (hack/lines.sh) that is found here.
 # A package whose version differs between those Pythons gets one pin per Python, with an
-# environment marker. The default line's file is also copied to constraints.txt (the
-# Dockerfile's until its ANSIBLE_CORE build argument lands).
+# environment marker.
 #
 #   hack/lock.sh LINE
 set -euo pipefail
@@ -65,8 +64,3 @@ for key in sorted(pins, key=lambda k: names[k].lower()):
 open(out, "w", encoding="utf-8").write("\n".join(lines) + "\n")
 PY
 echo "lock: wrote ${out#"$repo"/}" >&2
-if [ "$line" = "$("$here/lines.sh" default)" ]; then
-  { echo "# A copy of constraints/ansible-core-$line.txt (the default line) for the Dockerfile; \`make lock\` writes both."
-    cat "$out"; } >"$repo/constraints.txt"
-  echo "lock: and constraints.txt (the default line's)" >&2
-fi

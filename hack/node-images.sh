@@ -138,8 +138,9 @@ build() {
   [ "$(id -u)" -eq 0 ] || die "building the node's images needs root (chroot, buildah)"
   mkdir -p "$OUT/logs" "$IMAGE_CACHE"
   local base flask_key
-  # The Flask image starts from hack/image.sh's debootstrap image (made once, cached there).
-  base=$("$here/image.sh" os | tail -n 1) || die "making the debootstrap image failed (hack/image.sh os)"
+  # The Flask image starts from hack/image.sh's debootstrap image (made once, cached there): the
+  # default ansible-core line's Debian, whatever line the operator has.
+  base=$(env -u ANSIBLE_CORE "$here/image.sh" os | tail -n 1) || die "making the debootstrap image failed (hack/image.sh os)"
   exec 8>"$IMAGE_CACHE/lock" # the buildah storage is hack/image.sh's: one writer at a time
   flock 8
   flask_key=$(flask_key "$base")

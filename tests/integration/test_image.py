@@ -17,6 +17,7 @@ untouched.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import pwd
@@ -232,6 +233,44 @@ def test_base_image_is_operator_sdks_shape_with_no_operator(base: str) -> None:
     assert not list((rootfs / "usr/bin").glob("gcc*"))
     assert not (rootfs / "root/.cache/pip").exists()
     assert not any((rootfs / "var/lib/apt/lists").glob("*Packages*"))
+
+
+def image_line() -> str:
+    """The ansible-core line the images are built for: ANSIBLE_CORE (make exports it), else the
+    default line, as hack/image.sh picks it."""
+    return (
+        os.environ.get("ANSIBLE_CORE")
+        or subprocess.run(
+            [str(REPO / "hack" / "lines.sh"), "default"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
+
+
+def test_base_image_has_the_ansible_core_line_it_is_built_for(base: str, image: str) -> None:
+    """ANSIBLE_CORE, the build argument: the line's ansible-core and kubernetes.core (from its
+    `ansible` release), on a Python the line runs on; the line in the images' names and label."""
+    line = image_line()
+    lines_sh = REPO / "hack" / "lines.sh"
+    assert base.rsplit(":", 1)[1].startswith(f"{line}-"), base
+    assert image.rsplit(":", 1)[1].startswith(f"{line}-"), image
+    assert config_of(base)["Labels"]["io.github.operator-runner.ansible-core"] == line
+    rootfs = rootfs_of(base)
+    site = next((rootfs / "opt/venv/lib").glob("python3.*/site-packages"))
+    python = site.parent.name.removeprefix("python")
+    pythons = subprocess.run(
+        [str(lines_sh), "pythons", line], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert python in pythons, f"Python {python} in the image; ansible-core {line} runs on {pythons}"
+    (dist,) = site.glob("ansible_core-*.dist-info")
+    assert dist.name.removeprefix("ansible_core-").startswith(f"{line}."), dist.name
+    manifest = json.loads((site / "ansible_collections/kubernetes/core/MANIFEST.json").read_text())
+    spec = importlib.util.spec_from_file_location(
+        "install_collections", REPO / "hack" / "install_collections.py"
+    )
+    assert spec and spec.loader
+    installer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(installer)
+    assert manifest["collection_info"]["version"] == installer.ANSIBLE[line][2]
 
 
 def test_seeds_image_is_built_from_the_base_as_a_users_would_be(base: str, image: str) -> None:
