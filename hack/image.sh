@@ -36,6 +36,7 @@
 #   hack/image.sh inspect            print buildah's description of IMAGE (default: the seeds')
 #   hack/image.sh rootfs             print the path of IMAGE's root filesystem (never written)
 #   hack/image.sh size [IMAGE]       print an image's size (default: the seeds')
+#   hack/image.sh prune              bound the cache now (as after every build, see below)
 #   hack/image.sh clean              delete the cache (debootstrap tarball, buildah storage)
 #   hack/image.sh docker-build IMG   build the base image (tagged $BASE_IMG, default
 #                                    operator-runner:latest) and IMG, the seeds' image FROM it,
@@ -47,6 +48,10 @@
 # apt-get when missing. The cache lives outside the repo, in $OPERATOR_RUNNER_CACHE/image
 # (default ~/.cache/operator-runner/image): the debootstrap root filesystem as a tarball keyed by
 # the hash of its recipe, and buildah's storage (vfs driver: no overlayfs or fuse needed).
+# It stays bounded without deleting what another checkout or test run still uses: after each
+# build, of every repository and line, the KEEP (2) images built or asked for most recently are
+# kept, and any other one used in the last IDLE_MINUTES (120, longer than a whole `make test`);
+# the rest go (OPERATOR_RUNNER_IMAGE_KEEP, OPERATOR_RUNNER_IMAGE_IDLE_MINUTES change the two).
 # Set PYTHON_IMAGE to build the base image on another Python image than the debootstrap one (it
 # must be in that storage or pullable).
 set -euo pipefail
@@ -59,11 +64,14 @@ CACHE=${OPERATOR_RUNNER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operator-runner}/
 LINE=${ANSIBLE_CORE:-$("$here/lines.sh" default)}
 "$here/lines.sh" check "$LINE"
 SUITE=$("$here/lines.sh" debian "$LINE")
+KEEP=${OPERATOR_RUNNER_IMAGE_KEEP:-2}
+IDLE_MINUTES=${OPERATOR_RUNNER_IMAGE_IDLE_MINUTES:-120}
 OS_PACKAGES=python3,python3-venv,ca-certificates
 OS_REPO=localhost/operator-runner-os
 BASE_REPO=localhost/operator-runner
 BASE_DOCKERFILE=images/operator-runner/Dockerfile
 SEEDS_REPO=localhost/operator-runner-seeds
+CONTENT_LABEL=io.github.operator-runner.content-hash # on every image made here: its inputs' hash
 export BUILDAH_ISOLATION=chroot # RUN steps in a chroot: no runc/crun, works in a VM or container
 
 die() { echo "image: $*" >&2; exit 1; }
@@ -203,7 +211,7 @@ os_image() { # print the name of the debootstrap image, making it when missing
   local key name tarball ctr mnt
   key=$(os_key)
   name=$OS_REPO:$SUITE-$key
-  if bah inspect --type image "$name" >/dev/null 2>&1; then echo "$name"; return; fi
+  if bah inspect --type image "$name" >/dev/null 2>&1; then used "$name"; echo "$name"; return; fi
   need_root "making the debootstrap image"
   ensure_tools debootstrap:debootstrap
   tarball=$(os_tarball "$key")
@@ -212,8 +220,10 @@ os_image() { # print the name of the debootstrap image, making it when missing
   tar --numeric-owner --xattrs -C "$mnt" -xpf "$tarball"
   bah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env LANG=C.UTF-8 --cmd '["/bin/bash"]' \
-    --label "org.opencontainers.image.description=debootstrap $SUITE ($OS_PACKAGES)" "$ctr"
+    --label "org.opencontainers.image.description=debootstrap $SUITE ($OS_PACKAGES)" \
+    --label "$CONTENT_LABEL=$key" "$ctr"
   bah commit --quiet --rm "$ctr" "$name" >/dev/null
+  used "$name"
   say "debootstrap image $name"
   echo "$name"
 }
@@ -269,6 +279,7 @@ build_image() {
   name=$repo_name:$LINE-$hash
   if bah inspect --type image "$name" >/dev/null 2>&1; then
     say "$what $name is built already (same content hash)"
+    used "$name"
     echo "$name"
     return
   fi
@@ -280,13 +291,14 @@ build_image() {
   # No --layers: with the vfs driver every cached layer is a full copy of the tree (a cold build
   # takes 2.5x as long); the content hash is the cache.
   if ! with_progress image "building $what" "$log" bah bud --pull-never "$@" \
-      --label "io.github.operator-runner.content-hash=$hash" \
+      --label "$CONTENT_LABEL=$hash" \
       -f "$dockerfile" -t "$name" "$ctx"; then
     tail -n 30 "$log" >&2
     die "building $what failed; log: $log"
   fi
   say "built $what $name in $(elapsed $((SECONDS - start))) ($(image_size "$name"))"
-  prune "$name"
+  used "$name"
+  prune
   echo "$name"
 }
 
@@ -350,13 +362,34 @@ build_project() {
   build_derived "localhost/$(project_name "$dir")" "$dir" "the image of $(basename "$dir")" "$@"
 }
 
-prune() { # prune NAME: drop the other tags of NAME's repository (and their run containers)
-  local keep=$1 ref
-  bah images --format '{{.Name}}:{{.Tag}}' | while read -r ref; do
-    if [ "${ref%:*}" = "${keep%:*}" ] && [ "$ref" != "$keep" ] && [ "${ref##*:}" != latest ]; then
-      bah rm "$(rootfs_container "$ref")" >/dev/null 2>&1 || true
-      bah rmi "$ref" >/dev/null 2>&1 || true # fails while an image built FROM it is kept
-    fi
+# --- the cache: bounded, never taking an image another run may still use ---------------------
+
+used_file() { local ref=${1#localhost/}; echo "$CACHE/used/${ref//[:\/]/_}"; }
+
+used() { mkdir -p "$CACHE/used"; touch "$(used_file "$1")"; } # used NAME: built or asked for now
+
+# prunable: the images that prune removes, one a line. Those this script made (the label
+# CONTENT_LABEL), named by a content hash (REPO:PREFIX-HASH or REPO:HASH; :latest and :<line>
+# are other names of kept ones): of each repository and prefix (the line, or the Debian suite of
+# the debootstrap images), all but the KEEP used most recently, unless used in the last
+# IDLE_MINUTES.
+prunable() {
+  local ref last now
+  now=$(date +%s)
+  bah images --filter "label=$CONTENT_LABEL" --format '{{.Name}}:{{.Tag}}' | while read -r ref; do
+    [[ ${ref##*:} =~ ^([A-Za-z0-9.]+-)?[0-9a-f]{16}$ ]] || continue
+    last=$(stat -c %Y "$(used_file "$ref")" 2>/dev/null || echo 0)
+    echo "$last ${ref%:*}:${BASH_REMATCH[1]} $ref"
+  done | sort -k1,1nr | awk -v keep="$KEEP" -v since=$((now - IDLE_MINUTES * 60)) \
+    '{ n[$2]++ } n[$2] > keep && $1 < since { print $3 }'
+}
+
+prune() { # the images of prunable, with their run containers and their record of use
+  local ref
+  prunable | while read -r ref; do
+    bah rm "$(rootfs_container "$ref")" >/dev/null 2>&1 || true
+    # (fails while an image built FROM it is kept: it goes with that one)
+    if bah rmi "$ref" >/dev/null 2>&1; then rm -f "$(used_file "$ref")"; fi
   done
   bah rmi --prune >/dev/null 2>&1 || true
 }
@@ -369,6 +402,7 @@ rootfs() { # rootfs IMAGE: the path of its root filesystem (a container made onc
   local image=$1 ctr
   lock
   ctr=$(rootfs_container "$image")
+  used "$image"
   bah inspect --type container "$ctr" >/dev/null 2>&1 || bah from --quiet --pull-never --name "$ctr" "$image" >/dev/null
   bah mount "$ctr"
 }
@@ -561,7 +595,7 @@ docker_push() {
 action=${1:-}
 [ $# -gt 0 ] && shift
 case $action in
-  build | build-base | build-project | run | os | inspect | rootfs | size) ensure_tools buildah:buildah ;;
+  build | build-base | build-project | run | os | prune | inspect | rootfs | size) ensure_tools buildah:buildah ;;
 esac
 case $action in
   build) lock; build ;;
@@ -569,6 +603,7 @@ case $action in
   build-project) lock; build_project "$@" ;;
   run) run "$@" ;;
   os) lock; os_image ;;
+  prune) lock; prune ;;
   rootfs) rootfs "${IMAGE:-$(build)}" ;;
   inspect) bah inspect --type image "${IMAGE:-$(build)}" ;;
   size) image_size "${1:-${IMAGE:-$(build)}}" ;;
@@ -579,5 +614,5 @@ case $action in
   docker-build) docker_build "$@" ;;
   docker-push) docker_push "$@" ;;
   __sandbox) sandbox "$@" ;;
-  *) die "usage: hack/image.sh build | build-base | build-project DIR [-v SRC:DST]... | run [-e NAME=VALUE]... [ARG...] | os | inspect | rootfs | size [IMAGE] | clean | docker-build IMG | docker-push IMG" ;;
+  *) die "usage: hack/image.sh build | build-base | build-project DIR [-v SRC:DST]... | run [-e NAME=VALUE]... [ARG...] | os | prune | inspect | rootfs | size [IMAGE] | clean | docker-build IMG | docker-push IMG" ;;
 esac

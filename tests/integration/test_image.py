@@ -25,6 +25,7 @@ import signal
 import socket
 import stat
 import subprocess
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,6 +37,7 @@ from kubernetes import client
 from .conftest import Cluster
 from .kit import condition, temporary_namespace, wait_for
 from .kit.images import (
+    CACHE,
     ENTRYPOINT,
     IMAGE_SH,
     SDK_OPERATOR,
@@ -437,3 +439,58 @@ def test_collections_installed_by_ansible_galaxy_in_a_derived_image_are_used(
         assert config_map.data == {"message": "Hello, operator-sdk!"}
         assert owned_by(config_map, greeting)
     assert tree(rootfs) == before, "the operator wrote to the image's filesystem"
+
+
+def buildah(*args: str) -> str:
+    """buildah on hack/image.sh's storage (the cache every checkout of this machine shares)."""
+    image_cache = CACHE / "image"
+    return subprocess.run(
+        [
+            "buildah",
+            "--root",
+            str(image_cache / "storage"),
+            "--runroot",
+            str(image_cache / "run"),
+            "--storage-driver",
+            "vfs",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def test_prune_keeps_what_was_used_lately(base: str) -> None:
+    """Two checkouts (or a test run beside a build) share the images' cache: after a build,
+    `hack/image.sh prune` keeps, of each repository and line, the 2 images used most recently
+    and any other used in the last 120 minutes, so that it never takes one another run may still
+    use; older ones go."""
+    repo = f"localhost/ort-prune-{os.getpid()}"
+    ctr = buildah("from", "--quiet", "scratch")
+    buildah("config", "--label", "io.github.operator-runner.content-hash=test", ctr)
+    buildah("commit", "--quiet", "--rm", ctr, f"{repo}:latest")
+    # minutes since each was last built or asked for
+    ages = {"2.18-a": 1, "2.18-b": 30, "2.18-c": 90, "2.18-d": 180, "2.18-e": 300, "2.21-f": 300}
+    names = {key: f"{repo}:{key[:5]}{key[5] * 16}" for key in ages}
+    used = CACHE / "image" / "used"
+    used.mkdir(parents=True, exist_ok=True)
+    try:
+        for key, name in names.items():
+            buildah("tag", f"{repo}:latest", name)
+            marker = used / name.removeprefix("localhost/").replace("/", "_").replace(":", "_")
+            marker.touch()
+            when = time.time() - ages[key] * 60
+            os.utime(marker, (when, when))
+        image_sh("prune")
+        left = set(buildah("images", "--format", "{{.Name}}:{{.Tag}}", repo).split())
+        # a, b: the two most recent of 2.18; c: used 90 minutes ago; f: the only one of 2.21
+        assert left & set(names.values()) == {
+            names[k] for k in ("2.18-a", "2.18-b", "2.18-c", "2.21-f")
+        }
+        assert f"{repo}:latest" in left
+        assert not (used / names["2.18-d"].removeprefix("localhost/").replace(":", "_")).exists()
+    finally:
+        for name in [*names.values(), f"{repo}:latest"]:
+            with contextlib.suppress(subprocess.CalledProcessError):
+                buildah("rmi", name)
