@@ -51,7 +51,8 @@
 # It stays bounded without deleting what another checkout or test run still uses: after each
 # build, of every repository and line, the KEEP (2) images built or asked for most recently are
 # kept, and any other one used in the last IDLE_MINUTES (120, longer than a whole `make test`);
-# the rest go (OPERATOR_RUNNER_IMAGE_KEEP, OPERATOR_RUNNER_IMAGE_IDLE_MINUTES change the two).
+# the rest go (OPERATOR_RUNNER_IMAGE_KEEP, OPERATOR_RUNNER_IMAGE_IDLE_MINUTES change the two). An
+# image made and not used since counts as used when it was made.
 # Set PYTHON_IMAGE to build the base image on another Python image than the debootstrap one (it
 # must be in that storage or pullable).
 set -euo pipefail
@@ -372,16 +373,21 @@ used() { mkdir -p "$CACHE/used"; touch "$(used_file "$1")"; } # used NAME: built
 # CONTENT_LABEL), named by a content hash (REPO:PREFIX-HASH or REPO:HASH; :latest and :<line>
 # are other names of kept ones): of each repository and prefix (the line, or the Debian suite of
 # the debootstrap images), all but the KEEP used most recently, unless used in the last
-# IDLE_MINUTES.
+# IDLE_MINUTES; those without a prefix (named before the lines) only while used that lately.
+# Last used: the later of the image's record of use and its creation (an image that another
+# checkout's older hack/image.sh made has no record).
 prunable() {
-  local ref last now
+  local ref created last made now
   now=$(date +%s)
-  bah images --filter "label=$CONTENT_LABEL" --format '{{.Name}}:{{.Tag}}' | while read -r ref; do
-    [[ ${ref##*:} =~ ^([A-Za-z0-9.]+-)?[0-9a-f]{16}$ ]] || continue
-    last=$(stat -c %Y "$(used_file "$ref")" 2>/dev/null || echo 0)
-    echo "$last ${ref%:*}:${BASH_REMATCH[1]} $ref"
-  done | sort -k1,1nr | awk -v keep="$KEEP" -v since=$((now - IDLE_MINUTES * 60)) \
-    '{ n[$2]++ } n[$2] > keep && $1 < since { print $3 }'
+  bah images --filter "label=$CONTENT_LABEL" --format '{{.Name}}:{{.Tag}}|{{.CreatedAtRaw}}' |
+    while IFS='|' read -r ref created; do
+      [[ ${ref##*:} =~ ^([A-Za-z0-9.]+-)?[0-9a-f]{16}$ ]] || continue
+      last=$(stat -c %Y "$(used_file "$ref")" 2>/dev/null || echo 0)
+      made=$(date -d "${created% UTC}" +%s 2>/dev/null || echo 0)
+      [ "$made" -le "$last" ] || last=$made
+      echo "$last ${ref%:*}:${BASH_REMATCH[1]} $ref"
+    done | sort -k1,1nr | awk -v keep="$KEEP" -v since=$((now - IDLE_MINUTES * 60)) \
+      '{ n[$2]++ } n[$2] > ($2 ~ /:$/ ? 0 : keep) && $1 < since { print $3 }'
 }
 
 prune() { # the images of prunable, with their run containers and their record of use

@@ -464,33 +464,49 @@ def buildah(*args: str) -> str:
 def test_prune_keeps_what_was_used_lately(base: str) -> None:
     """Two checkouts (or a test run beside a build) share the images' cache: after a build,
     `hack/image.sh prune` keeps, of each repository and line, the 2 images used most recently
-    and any other used in the last 120 minutes, so that it never takes one another run may still
-    use; older ones go."""
+    and any other used in the last 120 minutes (an image made and not used since: when it was
+    made), so that it never takes one another run may still use; older ones go, and names
+    without a line (from before the lines) once idle."""
     repo = f"localhost/ort-prune-{os.getpid()}"
-    ctr = buildah("from", "--quiet", "scratch")
-    buildah("config", "--label", "io.github.operator-runner.content-hash=test", ctr)
-    buildah("commit", "--quiet", "--rm", ctr, f"{repo}:latest")
-    # minutes since each was last built or asked for
-    ages = {"2.18-a": 1, "2.18-b": 30, "2.18-c": 90, "2.18-d": 180, "2.18-e": 300, "2.21-f": 300}
-    names = {key: f"{repo}:{key[:5]}{key[5] * 16}" for key in ages}
+    label = "io.github.operator-runner.content-hash=test"
+    old, new = f"{repo}:old", f"{repo}:new"
+    for name, made in ((old, time.time() - 400 * 60), (new, time.time())):
+        ctr = buildah("from", "--quiet", "scratch")
+        buildah("config", "--label", label, ctr)
+        buildah("commit", "--quiet", "--rm", "--timestamp", str(int(made)), ctr, name)
+    # tag -> (image, minutes since its last recorded use, or None: no record)
+    tags = {
+        "2.18-a": (old, 1),
+        "2.18-b": (old, 30),
+        "2.18-c": (old, 90),
+        "2.18-d": (old, 180),
+        "2.18-e": (old, 300),
+        "2.18-0": (new, None),  # another checkout's fresh build, with no record of use
+        "2.21-f": (old, 300),
+        "1": (old, 300),  # named before the lines
+        "2": (new, None),
+    }
+    names = {tag: f"{repo}:{tag[:-1]}{tag[-1] * 16}" for tag in tags}  # REPO:[LINE-]HASH
     used = CACHE / "image" / "used"
     used.mkdir(parents=True, exist_ok=True)
+
+    def record(name: str) -> Path:
+        return used / name.removeprefix("localhost/").replace("/", "_").replace(":", "_")
+
     try:
-        for key, name in names.items():
-            buildah("tag", f"{repo}:latest", name)
-            marker = used / name.removeprefix("localhost/").replace("/", "_").replace(":", "_")
-            marker.touch()
-            when = time.time() - ages[key] * 60
-            os.utime(marker, (when, when))
+        for tag, (image, minutes) in tags.items():
+            buildah("tag", image, names[tag])
+            if minutes is not None:
+                record(names[tag]).touch()
+                when = time.time() - minutes * 60
+                os.utime(record(names[tag]), (when, when))
         image_sh("prune")
-        left = set(buildah("images", "--format", "{{.Name}}:{{.Tag}}", repo).split())
-        # a, b: the two most recent of 2.18; c: used 90 minutes ago; f: the only one of 2.21
-        assert left & set(names.values()) == {
-            names[k] for k in ("2.18-a", "2.18-b", "2.18-c", "2.21-f")
-        }
-        assert f"{repo}:latest" in left
-        assert not (used / names["2.18-d"].removeprefix("localhost/").replace(":", "_")).exists()
+        left = set(buildah("images", "--format", "{{.Name}}:{{.Tag}}").split())
+        kept = {"2.18-a", "2.18-b", "2.18-c", "2.18-0", "2.21-f", "2"}
+        assert left & set(names.values()) == {names[tag] for tag in kept}
+        assert not record(names["2.18-d"]).exists()
+        assert record(names["2.18-a"]).exists()
     finally:
-        for name in [*names.values(), f"{repo}:latest"]:
+        for name in [*names.values(), old, new]:
             with contextlib.suppress(subprocess.CalledProcessError):
                 buildah("rmi", name)
