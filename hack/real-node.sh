@@ -279,7 +279,10 @@ ctr_() { ctr --address "$RUN/containerd.sock" -n k8s.io "$@"; }
 
 # --- configurations and certificates ---------------------------------------------------------
 
-render() { # render TEMPLATE OUT NAME=VALUE...: hack/real-node/TEMPLATE into OUT, @NAME@ -> VALUE
+# render TEMPLATE OUT NAME=VALUE...: hack/real-node/TEMPLATE into OUT, @NAME@ -> VALUE. OUT is
+# left as it is when it has that content already: a daemon may watch its file (kube-proxy exits
+# when its configuration file changes, and a second `up` of a running node must not stop it).
+render() {
   local template=$1 out=$2 text pair
   shift 2
   text=$(<"$TEMPLATES/$template")
@@ -287,7 +290,9 @@ render() { # render TEMPLATE OUT NAME=VALUE...: hack/real-node/TEMPLATE into OUT
     text=${text//"@${pair%%=*}@"/"${pair#*=}"}
   done
   if [[ $text =~ @[A-Z_]+@ ]]; then die "hack/real-node/$template: ${BASH_REMATCH[0]} has no value"; fi
-  printf '%s\n' "$text" >"$out"
+  [ "$(cat "$out" 2>/dev/null)" != "$text" ] || return 0
+  printf '%s\n' "$text" >"$out.new"
+  mv -f "$out.new" "$out"
 }
 
 random_serial() { echo "0x$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"; }
