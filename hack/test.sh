@@ -14,7 +14,9 @@
 #      and test_real_node.py deploys; where the machine can host a real node, its packages,
 #      kubelet/kube-proxy and images (tests/integration/test_real_node.py then must pass)
 #   5. one throwaway local cluster for the rest of the run (or $OPERATOR_RUNNER_KUBECONFIG):
-#      pytest (unit and integration tests), molecule syntax check, molecule scenario `default`
+#      pytest (unit and integration tests), molecule syntax check, molecule scenario `default`;
+#      test_real_node.py brings up its own cluster with the real node and runs there the seeds
+#      deployed with `make deploy NODE=real`, the sdk-operator and molecule's scenario `kind`
 #   6. every other ansible-core line, in the background beside step 5 (log .venv-lines.log), one
 #      after the other on one throwaway cluster of its own: its virtualenv on the newest Python
 #      it runs on, the unit tests of what uses Ansible, and the integration tests marked `lines`

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import ssl
 import subprocess
 import urllib.error
@@ -187,6 +188,46 @@ def test_echoflask_scales_3_5_3(env: Env) -> None:
         assert {p.spec.node_name for p in pods} == {NODE_NAME}
 
 
+def test_seeds_operator_answers_probes_and_metrics_inside_its_pod(
+    env: Env, real_cluster: RealCluster
+) -> None:
+    """`make deploy NODE=real`'s operator, asked from inside its Pod as its probes and Prometheus
+    ask: /healthz and /readyz on the health port; /metrics over TLS only with a token bound to
+    deploy/'s metrics-reader ClusterRole (401 without one), counting the seeds' reconciles (the
+    tests above) and naming the image's ansible-core line."""
+    pod = ready_pod(real_cluster, SEEDS_NAMESPACE, SEEDS_SELECTOR)["metadata"]["name"]
+
+    def in_pod(*command: str) -> str:
+        return real_cluster.kubectl(
+            "exec", "-n", SEEDS_NAMESPACE, pod, "-c", "manager", "--", *command
+        )
+
+    code = ("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}")
+    for probe in ("/healthz", "/readyz"):
+        assert in_pod(*code, f"http://localhost:6789{probe}") == "200", probe
+    real_cluster.kubectl("create", "serviceaccount", "metrics-reader", "-n", env.ns)
+    real_cluster.kubectl(
+        "create",
+        "clusterrolebinding",
+        f"{env.ns}-metrics-reader",
+        "--clusterrole=operator-runner-metrics-reader",
+        f"--serviceaccount={env.ns}:metrics-reader",
+    )
+    token = real_cluster.kubectl("create", "token", "metrics-reader", "-n", env.ns).strip()
+    url = "https://localhost:8443/metrics"
+    body = in_pod("curl", "-sS", "-k", "-H", f"Authorization: Bearer {token}", url)
+    for gvk in ("app.my.domain/v1, Kind=Echo", "swallowlab.com/v1alpha1, Kind=EchoFlask"):
+        assert f'ansible_operator_reconcile_result{{GVK="{gvk}",result="succeeded"}}' in body, gvk
+    line = (
+        os.environ.get("ANSIBLE_CORE")
+        or subprocess.run(
+            [str(REPO / "hack" / "lines.sh"), "default"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
+    assert re.search(rf'operator_runner_build_info{{[^}}]*ansible_core="{re.escape(line)}\.', body)
+    assert in_pod(*code, "-k", url) == "401"
+
+
 def test_deleting_the_crs_collects_everything(env: Env) -> None:
     env.delete(ECHO, "echo-sample")
     env.delete(FLASK, "example-echoflask")
@@ -202,6 +243,26 @@ def test_deleting_the_crs_collects_everything(env: Env) -> None:
         )
 
     wait_for(all_gone, timeout=120, what="the CRs and everything they made to be deleted")
+
+
+def test_molecule_kind_scenario_on_this_cluster(real_cluster: RealCluster) -> None:
+    """`make molecule NODE=real` (the scenario `kind`: the operator deployed from its image with
+    `make install deploy NODE=real`, the seeds' samples, the shared checks plus `kubectl logs`
+    and the NodePort answer; idempotence; cleanup) on this module's cluster: MOLECULE_CLUSTER
+    names it, and a cluster that was up before the scenario is left up by its destroy."""
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "molecule", "NODE=real"],
+        cwd=REPO,
+        env={**os.environ, "MOLECULE_CLUSTER": real_cluster.name},
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
+    output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)  # molecule's colours
+    assert proc.returncode == 0, output[-12000:]
+    assert "was up before the scenario: left up" in output, output[-3000:]
+    nodes = json.loads(real_cluster.kubectl("get", "nodes", "-o", "json"))["items"]
+    assert NODE_NAME in {n["metadata"]["name"] for n in nodes}
 
 
 # -- an operator-sdk project, from its image FROM the base image, deployed with kustomize -------
