@@ -11,30 +11,18 @@ for kube-controller-manager). HTTP/1.1 only (`--enable-http2` has no effect).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime
 import ipaddress
 import logging
 import os
-import ssl
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+
+from runner.app.serving.tlsfiles import CertFiles, ReloadingTLS, server_context
 
 log = logging.getLogger("runner.metrics")
 
 DEFAULT_CERT_DIR = Path(tempfile.gettempdir()) / "k8s-metrics-server" / "serving-certs"
-RELOAD_EVERY = 10.0  # seconds between looks at the certificate files
-
-
-@dataclass(frozen=True)
-class CertFiles:
-    cert: Path
-    key: Path
-
-    def stamp(self) -> tuple[float, float]:
-        return (self.cert.stat().st_mtime, self.key.stat().st_mtime)
 
 
 def cert_files(cert_dir: str | None, cert_name: str, key_name: str) -> CertFiles | None:
@@ -90,22 +78,15 @@ def self_signed(host: str = "localhost") -> tuple[bytes, bytes]:
     return cert.public_bytes(serialization.Encoding.PEM), key_pem
 
 
-def _context() -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.set_alpn_protocols(["http/1.1"])
-    return context
-
-
 class MetricsTLS:
-    """The server's SSL context, and the watch that reloads a certificate from files."""
+    """The server's SSL context: a self-signed certificate, or files read again when they
+    change (tlsfiles.py)."""
 
     def __init__(self, files: CertFiles | None) -> None:
         self.files = files
-        self.context = _context()
-        self._stamp: tuple[float, float] | None = None
-        self._watch: asyncio.Task[None] | None = None
+        self._files_tls: ReloadingTLS | None = None
         if files is None:
+            self.context = server_context()
             cert, key = self_signed()
             with tempfile.TemporaryDirectory(prefix="operator-runner-metrics-") as tmp:
                 cert_path, key_path = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
@@ -116,39 +97,18 @@ class MetricsTLS:
                 self.context.load_cert_chain(cert_path, key_path)
             log.info("metrics: TLS with a self-signed certificate made at start-up")
         else:
-            self._load()
+            self._files_tls = ReloadingTLS(files, "metrics")
+            self.context = self._files_tls.context
             log.info("metrics: TLS with %s (read again when it changes)", files.cert)
 
     @property
     def source(self) -> str:
         return "self-signed" if self.files is None else str(self.files.cert)
 
-    def _load(self) -> None:
-        assert self.files is not None
-        stamp = self.files.stamp()
-        self.context.load_cert_chain(self.files.cert, self.files.key)
-        self._stamp = stamp
-
     def start(self) -> None:
-        if self.files is not None and self._watch is None:
-            self._watch = asyncio.get_running_loop().create_task(
-                self._reload(), name="metrics-certificate-reload"
-            )
-
-    async def _reload(self) -> None:
-        while True:
-            await asyncio.sleep(RELOAD_EVERY)  # a schedule: look at the files again
-            assert self.files is not None
-            try:
-                if self.files.stamp() != self._stamp:
-                    self._load()
-                    log.info("metrics: certificate %s read again", self.files.cert)
-            except (OSError, ssl.SSLError) as err:  # half-written by a renewal: next time
-                log.warning("metrics: certificate %s not read again: %s", self.files.cert, err)
+        if self._files_tls is not None:
+            self._files_tls.start()
 
     async def stop(self) -> None:
-        if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watch
-            self._watch = None
+        if self._files_tls is not None:
+            await self._files_tls.stop()
