@@ -25,6 +25,9 @@ does, and what we reproduce:
   (vars alone re-run the watch's own role/playbook with those vars on top).
 * Two entries with the same group/version/kind are an error.
 
+Ours in addition: ``validate`` and ``mutate`` (admission webhooks answered by a role or a
+playbook, runner/watches/admission.py), which operator-sdk does not have.
+
 Where we differ on purpose:
 
 * ``markUnsafe`` defaults to **true** (operator-sdk: false): a CR's spec must never be
@@ -62,6 +65,7 @@ from runner.watches.loader import load_watches
 from runner.watches.model import (
     DEFAULT_MAX_RUNNER_ARTIFACTS,
     GVK,
+    Admission,
     Finalizer,
     LoadResult,
     Watch,
@@ -71,6 +75,7 @@ from runner.watches.model import (
 __all__ = [
     "DEFAULT_MAX_RUNNER_ARTIFACTS",
     "GVK",
+    "Admission",
     "Finalizer",
     "LoadResult",
     "Watch",

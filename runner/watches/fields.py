@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.util.durations import parse_go_duration
+from runner.watches.admission import admission_value
 from runner.watches.messages import (
     ENTRY_KEYS,
     FINALIZER_KEYS,
@@ -165,4 +166,6 @@ def entry_watch(raw: Mapping[Any, Any], search: Search, where: Where) -> Watch:
         blacklist=_blacklist(values, where),
         finalizer=_finalizer(values, search, where),
         max_runner_artifacts=_max_runner_artifacts(values, where),
+        validate=admission_value(values, "validate", search, where),
+        mutate=admission_value(values, "mutate", search, where),
     )

@@ -31,8 +31,18 @@ ENTRY_KEYS: Final = (
     "blacklist",
     "finalizer",
     "maxRunnerArtifacts",
+    "validate",
+    "mutate",
 )
 FINALIZER_KEYS: Final = ("name", "role", "playbook", "vars")
+ADMISSION_KEYS: Final = (
+    "role",
+    "playbook",
+    "vars",
+    "failurePolicy",
+    "timeoutSeconds",
+    "operations",
+)
 GVK_KEYS: Final = ("group", "version", "kind")
 SELECTOR_KEYS: Final = ("matchLabels", "matchExpressions")
 EXPRESSION_KEYS: Final = ("key", "operator", "values")

@@ -47,6 +47,27 @@ class Finalizer:
     vars: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
+#: What the API server may send an admission webhook (admissionregistration.k8s.io/v1).
+OPERATIONS: Final = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A watch's `validate:` or `mutate:`: the role or playbook that answers the API server's
+    AdmissionReviews of its kind, and the webhook's settings (runner/watches/admission.py)."""
+
+    role: str | None = None
+    playbook: Path | None = None
+    vars: dict[str, Any] = field(default_factory=dict, hash=False)
+    failure_policy: str = "Fail"  # Fail | Ignore: when no answer comes in time
+    timeout_seconds: int = 10  # the API server's wait, 1..30
+    operations: tuple[str, ...] = ("CREATE", "UPDATE")
+
+    @property
+    def is_collection_role(self) -> bool:
+        return self.role is not None and not os.path.isabs(self.role)
+
+
 @dataclass(frozen=True)
 class Watch:
     """One entry of watches.yaml, validated, with its role or playbook located.
@@ -73,6 +94,8 @@ class Watch:
     blacklist: tuple[GVK, ...] = ()
     finalizer: Finalizer | None = None
     max_runner_artifacts: int = DEFAULT_MAX_RUNNER_ARTIFACTS
+    validate: Admission | None = None
+    mutate: Admission | None = None
 
     @property
     def is_collection_role(self) -> bool:

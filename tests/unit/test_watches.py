@@ -13,6 +13,7 @@ import pytest
 from runner.ansible.collections_path import collection_roots
 from runner.watches import (
     GVK,
+    Admission,
     Finalizer,
     LoadResult,
     Watch,
@@ -281,6 +282,58 @@ def test_finalizer_with_playbook(project: Path) -> None:
 def test_finalizer_with_vars_only_reuses_the_watch_content(project: Path) -> None:
     watch = load_one(project, "  finalizer: {name: example.com/finalizer, vars: {state: absent}}\n")
     assert watch.finalizer == Finalizer("example.com/finalizer", vars={"state": "absent"})
+
+
+def test_validate_and_mutate(project: Path) -> None:
+    make_role(project / "roles", "thing_validate")
+    watch = load_one(
+        project,
+        """\
+          validate:
+            role: thing_validate
+            vars: {strict: true}
+            failurePolicy: Ignore
+            timeoutSeconds: 3
+            operations: [CREATE, UPDATE, DELETE]
+          Mutate: {playbook: playbooks/site.yml}
+        """,
+    )
+    assert watch.validate == Admission(
+        role=str(project / "roles" / "thing_validate"),
+        vars={"strict": True},
+        failure_policy="Ignore",
+        timeout_seconds=3,
+        operations=("CREATE", "UPDATE", "DELETE"),
+    )
+    assert watch.mutate == Admission(playbook=project / "playbooks" / "site.yml")
+    assert watch.mutate.failure_policy == "Fail" and watch.mutate.timeout_seconds == 10
+    assert watch.mutate.operations == ("CREATE", "UPDATE")
+    assert load_one(project).validate is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "wanted"),
+    [
+        ("  validate: {vars: {a: 1}}\n", "key 'validate': needs a 'role' or a 'playbook'"),
+        ("  mutate: {role: nothing}\n", "key 'mutate.role': role 'nothing' not found"),
+        ("  validate: {role: thing, playbook: playbooks/site.yml}\n", "keep only one"),
+        ("  validate: {role: thing, failurePolicy: fail}\n", "must be Fail or Ignore"),
+        ("  validate: {role: thing, timeoutSeconds: 0}\n", "from 1 to 30"),
+        ("  validate: {role: thing, timeoutSeconds: 2.5}\n", "from 1 to 30"),
+        ("  validate: {role: thing, operations: []}\n", "non-empty list"),
+        ("  validate: {role: thing, operations: [create]}\n", "'create' is not an operation"),
+        ("  validate: {role: thing, operations: ['*', CREATE]}\n", "write it alone"),
+    ],
+)
+def test_validate_and_mutate_errors(project: Path, extra: str, wanted: str) -> None:
+    message = load_error(write(project, ENTRY + extra))
+    assert wanted in message, message
+
+
+def test_every_operation(project: Path) -> None:
+    watch = load_one(project, "  validate: {role: thing, operations: ['*']}\n")
+    assert watch.validate is not None
+    assert watch.validate.operations == ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
 
 def test_playbook_relative_to_the_watches_file(project: Path) -> None:
@@ -895,6 +948,19 @@ WRONG_TYPES = [
     ("finalizer.playbook", "  finalizer: {name: f.io/x, playbook: 42}\n"),
     ("finalizer.vars", "  finalizer: {name: f.io/x, vars: [a]}\n"),
     ("maxRunnerArtifacts", "  maxRunnerArtifacts: ten\n"),
+    *(
+        case
+        for hook in ("validate", "mutate")
+        for case in (
+            (hook, f"  {hook}: thing\n"),
+            (f"{hook}.role", f"  {hook}: {{role: 42}}\n"),
+            (f"{hook}.playbook", f"  {hook}: {{playbook: 42}}\n"),
+            (f"{hook}.vars", f"  {hook}: {{role: thing, vars: [a]}}\n"),
+            (f"{hook}.failurePolicy", f"  {hook}: {{role: thing, failurePolicy: Retry}}\n"),
+            (f"{hook}.timeoutSeconds", f"  {hook}: {{role: thing, timeoutSeconds: 31}}\n"),
+            (f"{hook}.operations", f"  {hook}: {{role: thing, operations: CREATE}}\n"),
+        )
+    ),
 ]
 
 
@@ -908,6 +974,7 @@ def test_every_key_has_its_type_checked(project: Path, key: str, yaml_text: str)
 
 def test_the_type_checks_cover_every_key() -> None:
     from runner.watches.messages import (
+        ADMISSION_KEYS,
         ENTRY_KEYS,
         EXPRESSION_KEYS,
         FINALIZER_KEYS,
@@ -918,6 +985,7 @@ def test_the_type_checks_cover_every_key() -> None:
     covered = {key for key, _ in WRONG_TYPES}
     expected = (
         set(ENTRY_KEYS)
+        | {f"{hook}.{k}" for hook in ("validate", "mutate") for k in ADMISSION_KEYS}
         | {f"finalizer.{k}" for k in FINALIZER_KEYS}
         | {f"selector.{k}" for k in SELECTOR_KEYS}
         | {f"selector.matchExpressions[1].{k}" for k in EXPRESSION_KEYS}
