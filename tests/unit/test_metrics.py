@@ -318,6 +318,26 @@ def test_readiness_of_a_standby_and_of_a_lost_leader() -> None:
     asyncio.run(go())
 
 
+def test_added_checks_must_pass_too() -> None:
+    async def go() -> None:
+        health = Health()
+        answer = (False, "webhook server: TLS to 127.0.0.1:9443 as x: refused")
+
+        async def webhooks() -> tuple[bool, str]:
+            return answer
+
+        health.add_check(webhooks)
+        health.leading()
+        health.kopf_ready.set()
+        assert await health.ready() == answer
+        answer = (True, "webhooks serve")
+        assert await health.ready() == (True, "ok")
+        health.stopping()
+        assert await health.ready() == (False, "stopping")
+
+    asyncio.run(go())
+
+
 def test_probe_endpoints() -> None:
     async def go() -> None:
         health = Health()

@@ -196,3 +196,78 @@ def test_a_write_refused_is_logged_once_and_tried_again(caplog: pytest.LogCaptur
         assert stored is not None and "caBundle" not in json.dumps(stored)  # not ours
 
     asyncio.run(go())
+
+
+class _Part:
+    """A user of the webhook server, as admission and conversion are."""
+
+    def handlers(self) -> dict[str, Any]:
+        async def convert(body: dict[str, Any]) -> dict[str, Any]:
+            return {"kind": "ConversionReview", "response": {"uid": body["request"]["uid"]}}
+
+        return {"/convert": convert}
+
+    def registrations(self, client_config: Any) -> list[Registration]:
+        conversion = {
+            "strategy": "Webhook",
+            "webhook": {
+                "clientConfig": client_config("/convert"),
+                "conversionReviewVersions": ["v1"],
+            },
+        }
+        return [
+            Registration(
+                objects.CUSTOM_RESOURCE_DEFINITIONS,
+                "things.example.com",
+                ("spec", "conversion"),
+                conversion,
+                exit_value={"strategy": "None", "webhook": None},
+            )
+        ]
+
+
+def test_webhooks_in_make_runs_way_and_deployed(tmp_path: Any) -> None:
+    from runner.app.serving.webhooks import Webhooks, WebhookSettings
+
+    api = FakeApi()
+    crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.example.com"
+    api.put(
+        crd_path, {"metadata": {"name": "things.example.com"}, "spec": {"group": "example.com"}}
+    )
+
+    async def go() -> None:
+        settings = WebhookSettings(BindAddress("127.0.0.1", 0), "hooks", cert_dir=tmp_path)
+        webhooks = Webhooks(settings, api.client(), [_Part()])
+        await webhooks.start()
+        crd = api.get(crd_path)
+        assert crd is not None and crd["spec"]["group"] == "example.com"
+        config = crd["spec"]["conversion"]["webhook"]["clientConfig"]
+        assert config["url"] == f"https://127.0.0.1:{webhooks.server.port}/convert"
+        assert base64.b64decode(config["caBundle"]) == webhooks.certificates.ca_bundle()
+        assert await webhooks.readiness() == (True, "webhooks serve")
+        await webhooks.stop()
+        crd = api.get(crd_path)  # make run's: set back at exit
+        assert crd is not None and crd["spec"]["conversion"] == {"strategy": "None"}
+
+    asyncio.run(go())
+    api.put(
+        crd_path, {"metadata": {"name": "things.example.com"}, "spec": {"group": "example.com"}}
+    )
+
+    async def deployed() -> None:
+        settings = WebhookSettings(
+            BindAddress("127.0.0.1", 0), "hooks", cert_dir=tmp_path, service=("ops", "hooks-svc")
+        )
+        webhooks = Webhooks(settings, api.client(), [_Part()])
+        await webhooks.start()
+        crd = api.get(crd_path)
+        assert crd is not None
+        service = crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]
+        assert service == {"namespace": "ops", "name": "hooks-svc", "path": "/convert", "port": 443}
+        assert api.get("/api/v1/namespaces/ops/secrets/hooks-cert") is not None
+        assert await webhooks.readiness() == (True, "webhooks serve")  # hooks-svc.ops.svc
+        await webhooks.stop()
+        crd = api.get(crd_path)
+        assert crd is not None and crd["spec"]["conversion"]["strategy"] == "Webhook"
+
+    asyncio.run(deployed())

@@ -15,16 +15,23 @@ loop the watches, the queue and the workers share, so a wedged loop fails the pr
 
 Both answer 503 with the reason otherwise (starting, stopping, leadership lost, the API server
 out of reach of a standby).
+
+Pieces that must work for this process to be useful add a check (`add_check`): `/readyz` is 200
+only when each says so too. The webhooks add theirs (webhooks.py: the server answers TLS with a
+certificate the API server trusts, its registrations are written); a standby serves webhooks
+too, so its readiness includes them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from enum import Enum
 
 from aiohttp import web
+
+Check = Callable[[], Awaitable[tuple[bool, str]]]
 
 
 class Role(Enum):
@@ -47,6 +54,22 @@ class Health:
         self.standby_detail = ""
         self._clock = clock
         self._lease_read_at: float | None = None
+        self._checks: list[Check] = []
+
+    def add_check(self, check: Check) -> None:
+        """`/readyz` is ready only when `check` says so too (its detail otherwise)."""
+        self._checks.append(check)
+
+    async def ready(self) -> tuple[bool, str]:
+        """`readiness`, then each added check."""
+        ready, detail = self.readiness()
+        if not ready:
+            return ready, detail
+        for check in self._checks:
+            ok, why = await check()
+            if not ok:
+                return False, why
+        return ready, detail
 
     def standby(self, detail: str) -> None:
         """A standby read the Lease just now (someone else holds it)."""
@@ -87,7 +110,7 @@ class Health:
             return web.Response(text="ok\n")
 
         async def readyz(_: web.Request) -> web.Response:
-            ready, detail = self.readiness()
+            ready, detail = await self.ready()
             return web.Response(status=200 if ready else 503, text=detail + "\n")
 
         app = web.Application()

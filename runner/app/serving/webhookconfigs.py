@@ -6,7 +6,8 @@ writes each one: creates it when it is missing (`make run`'s url webhooks; a dep
 finds the ones its manifests made), otherwise merge-patches the owned part when it differs, with
 the certificates' caBundle (when it is ours) in every `clientConfig` there. It looks again when
 the bundle changes and every `period` seconds (a manifest applied again, an edit by hand), and
-deletes at `stop` the registrations that ask for it (`make run`'s: they point at this process).
+deletes at `stop` the registrations that ask for it, or sets their part to `exit_value`
+(`make run`'s: they point at this process).
 A write that fails is logged once and tried again at the next look; it never stops the operator.
 """
 
@@ -39,7 +40,8 @@ class Registration:
     name: str
     path: tuple[str, ...]  # ("webhooks",) or ("spec", "conversion")
     value: Any
-    delete_at_stop: bool = False
+    delete_at_stop: bool = False  # the object is this process's (make run's configurations)
+    exit_value: Any = None  # else what the part at `path` becomes at stop (None: left as is)
     body: dict[str, Any] = field(default_factory=dict, hash=False)  # the rest, to create it
 
     def __str__(self) -> str:
@@ -64,6 +66,25 @@ def with_ca_bundle(value: Any, bundle: bytes | None) -> Any:
         return node
 
     return put(copy.deepcopy(value))
+
+
+def keep_ca_bundles(existing: Any, wanted: Any) -> Any:
+    """`wanted` with the caBundles `existing` has where `wanted` has none (a mounted
+    certificate's, put there by cert-manager's CA injector); webhooks matched by name."""
+    if isinstance(wanted, dict) and isinstance(existing, dict):
+        result = {key: keep_ca_bundles(existing.get(key), item) for key, item in wanted.items()}
+        old = existing.get("clientConfig")
+        new = result.get("clientConfig")
+        if isinstance(old, dict) and isinstance(new, dict) and old.get("caBundle"):
+            result["clientConfig"] = {"caBundle": old["caBundle"], **new}
+        return result
+    if isinstance(wanted, list) and isinstance(existing, list):
+        by_name = {e.get("name"): e for e in existing if isinstance(e, dict)}
+        return [
+            keep_ca_bundles(by_name.get(w.get("name")) if isinstance(w, dict) else None, w)
+            for w in wanted
+        ]
+    return wanted
 
 
 def contains(existing: Any, wanted: Any) -> bool:
@@ -169,6 +190,8 @@ class Registrar:
             log.info("webhooks: %s created", registration)
             return
         current = _at(existing, registration.path)
+        if bundle is None:
+            wanted = keep_ca_bundles(current, wanted)
         if contains(current, wanted):
             return
         patch = _nested(registration.path, replacing_patch(current, wanted))
@@ -198,13 +221,17 @@ class Registrar:
                 await self._task
             self._task = None
         for registration in self.registrations:
-            if registration.delete_at_stop:
-                ref = objects.ref(registration.resource, None, registration.name)
-                try:
+            ref = objects.ref(registration.resource, None, registration.name)
+            try:
+                if registration.delete_at_stop:
                     await self.client.send_or_none(objects.delete(ref))
                     log.info("webhooks: %s deleted (it pointed at this process)", registration)
-                except (ApiError, OSError) as err:
-                    log.warning("webhooks: %s not deleted: %s", registration, err)
+                elif registration.exit_value is not None:
+                    patch = _nested(registration.path, registration.exit_value)
+                    await self.client.send_or_none(objects.merge_patch(ref, patch))
+                    log.info("webhooks: %s set back (it pointed at this process)", registration)
+            except (ApiError, OSError) as err:
+                log.warning("webhooks: %s not set back: %s", registration, err)
 
 
 def _explain(registration: Registration, err: Exception) -> str:
