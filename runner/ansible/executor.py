@@ -27,13 +27,13 @@ from typing import Any
 import ansible_runner
 import pexpect
 
-from runner.ansible import artifacts, collections_path
-from runner.ansible.interface import LogEvents, RunRequest, RunResult
+from runner.ansible import artifacts, collections_path, quickrun
+from runner.ansible.interface import LogEvents, QuickRequest, RunRequest, RunResult
 from runner.ansible.results import RunSummary, apply_event
 from runner.ansible.warm import canary
 from runner.ansible.warm.jobenv import FAILURES_ENV
 from runner.ansible.warm.lifecycle import WarmLifecycle, describe
-from runner.ansible.warm.pool import WarmPool
+from runner.ansible.warm.pool import WarmPool, runner_env
 from runner.util import tempdirs
 
 log = logging.getLogger("runner.executor")
@@ -171,6 +171,7 @@ class Executor:
         tmp_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._cancel = threading.Event()
         self._warm = WarmLifecycle(self._env, warm, warm_idle_timeout, self._canary)
+        self._quick_env: dict[str, str] | None = None  # ansible-runner's environment of a run
         log.info(
             "executor: %s, ansible-core %s, %s",
             "warm (fork server, started and proved by a canary with the first run)"
@@ -225,6 +226,46 @@ class Executor:
         log.info("the run is made again on the plain path", extra=dict(request.log_extra))
         shutil.rmtree(request.private_dir / "artifacts" / request.ident, ignore_errors=True)
         return self._run_sync(request, None)
+
+    async def run_quick(self, request: QuickRequest) -> RunResult:
+        """A run on the request path (quickrun.py): on the warm fork server when it is up (it
+        starts with the first run), else a fresh ansible-playbook; cancelling stops it."""
+        pool = await asyncio.to_thread(self._warm.acquire)
+        try:
+            if self._quick_env is None:
+                self._quick_env = await asyncio.to_thread(runner_env, self._env)
+            env = {**self._quick_env, **request.envvars}
+            binary = str(_BIN_DIR / "ansible-playbook")
+            if pool is not None:
+                env.update(pool.env)
+                binary = str(pool.playbook_client)
+            inventory = self._user_inventory or [self._quick_inventory(pool)]
+            cmdline = list(request.cmdline)
+            if request.verbosity:
+                cmdline.append("-" + "v" * request.verbosity)
+            rc, summary, tail = await quickrun.run_quick(
+                binary,
+                request.playbook,
+                inventory,
+                request.extravars_text,
+                env,
+                self.run_tmp,
+                cmdline,
+            )
+        finally:
+            self._warm.release()
+        status = "successful" if rc == 0 else "failed"
+        return RunResult(status=status, rc=rc, summary=summary, stdout_tail=tail)
+
+    def _quick_inventory(self, pool: WarmPool | None) -> str:
+        """The one-host inventory of quick runs (the warm module client as the host's Python
+        when the fork server is up)."""
+        python = str(pool.python_client) if pool else sys.executable
+        path = self.run_tmp / f"quick-hosts-{'warm' if pool else 'plain'}"
+        text = inventory_text(python)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            _write_private(path, text)
+        return str(path)
 
     def _canary(self, pool: WarmPool) -> str | None:
         """Run the canary playbook on `pool`: why the warm path cannot be used, or None."""

@@ -73,3 +73,21 @@ class Runs(Protocol):
     """What runs Ansible for the reconciler: `runner.ansible.executor.Executor`, or a fake."""
 
     async def run(self, request: RunRequest) -> RunResult: ...
+
+
+@dataclass(frozen=True)
+class QuickRequest:
+    """A run on the request path (an admission webhook's): no ansible-runner, no artifacts
+    kept (quickrun.py); cancelling the call stops the run."""
+
+    playbook: Path
+    extravars_text: str
+    envvars: Mapping[str, str] = field(default_factory=dict)
+    cmdline: tuple[str, ...] = ()
+    verbosity: int = 0
+
+
+class QuickRuns(Protocol):
+    """What runs Ansible for the admission webhooks: the Executor, or a fake."""
+
+    async def run_quick(self, request: QuickRequest) -> RunResult: ...
