@@ -20,6 +20,7 @@ from runner.util.durations import parse_period
 REQUEUE_ACTIONS = frozenset(
     {"requeue_after", "operator_sdk.util.requeue_after", "runner.requeue_after"}
 )
+ADMISSION_ACTIONS = frozenset({"admission", "operator_sdk.util.admission"})
 TASK_EVENTS = frozenset(
     {
         "runner_on_ok",
@@ -40,6 +41,7 @@ class RunSummary:
     failures: list[str] = field(default_factory=list)
     requeue_after: float | None = None
     tasks: int = 0
+    answers: list[Mapping[str, Any]] = field(default_factory=list)  # operator_sdk.util.admission
 
     @property
     def finished(self) -> bool:
@@ -157,6 +159,14 @@ def apply_event(summary: RunSummary, event: Mapping[str, Any]) -> None:
             summary.failures.clear()  # every failure was rescued or ignored
     elif kind in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
         summary.failures.append(failure_message(data, str(event.get("stdout") or "")))
+    elif kind == "runner_on_ok" and ADMISSION_ACTIONS & {
+        data.get("task_action"),
+        data.get("resolved_action"),
+    }:
+        res = data.get("res") or {}
+        for item in [res, *(res.get("results") or [])]:  # a loop: one answer per item
+            if isinstance(item, Mapping) and isinstance(item.get("admission"), Mapping):
+                summary.answers.append(item["admission"])
     elif kind == "runner_on_ok" and data.get("task_action") in REQUEUE_ACTIONS:
         period = (data.get("res") or {}).get("period")
         if isinstance(period, (int, float)):

@@ -159,3 +159,20 @@ def test_without_a_displayed_result_ansibles_error_line_is_the_reason() -> None:
     stdout = "[ERROR]: Task failed: Module failed: non-zero return code\r\nOrigin: x\r\n"
     s = summarize([_dropped("t", stdout), stats(failures=1)])
     assert s.failures == ["t: Task failed: Module failed: non-zero return code"]
+
+
+def test_admission_answers_are_collected_in_order() -> None:
+    from runner.ansible.results import RunSummary, apply_event
+
+    summary = RunSummary()
+    for data in (
+        {"task_action": "operator_sdk.util.admission", "res": {"admission": {"allowed": True}}},
+        {"task_action": "debug", "res": {"admission": {"allowed": False}}},  # not the module
+        {
+            "task_action": "admission",
+            "resolved_action": "operator_sdk.util.admission",
+            "res": {"results": [{"admission": {"warnings": ["a"]}}, {"skipped": True}]},
+        },
+    ):
+        apply_event(summary, {"event": "runner_on_ok", "event_data": data})
+    assert summary.answers == [{"allowed": True}, {"warnings": ["a"]}]
