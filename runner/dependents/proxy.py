@@ -13,6 +13,11 @@ of its own, valid for that run only. The proxy
   owner injection is on, as operator-sdk does; with `adopt` (`--owner-ref-on-update`) to
   every object written (replace, patch, apply of objects that existed before too);
 - reports what kinds were written so that the operator watches them.
+
+With `read_only` (the admission webhooks' roles, which must change nothing while the API server
+waits for their answer, dry-run requests included) it forwards reads only (GET, HEAD; watches
+too) and answers every other request, and every upgrade (exec, attach, port-forward), with 403
+and a message that says so, which the role's task reports.
 """
 
 from __future__ import annotations
@@ -66,6 +71,11 @@ _HOP_HEADERS = {
     "content-length",
     "accept-encoding",
 }
+_READS = frozenset({"GET", "HEAD"})
+READ_ONLY_MESSAGE = (
+    "operator-runner: admission roles may only read: {method} {path} was refused (a validate "
+    "or mutate role answers the API server and changes nothing; use lookups and k8s_info)"
+)
 _JSON_TYPES = (
     "application/json",
     "application/merge-patch+json",
@@ -116,9 +126,11 @@ class Proxy:
         adopt: bool = False,
         on_write: WriteListener | None = None,
         host: str = "127.0.0.1",
+        read_only: bool = False,
     ) -> None:
         self.upstream = upstream
-        self.inject = inject
+        self.read_only = read_only  # reads only: the admission roles' proxy
+        self.inject = inject and not read_only
         self.adopt = adopt  # owner references on updates of existing objects too
         self.on_write = on_write
         self.host = host
@@ -140,7 +152,11 @@ class Proxy:
         assert server is not None and server.sockets  # type: ignore[attr-defined]
         bound = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
         self.url = f"http://{self.host}:{bound}"
-        log.info("API proxy for roles listening on %s", self.url)
+        log.info(
+            "API proxy for %s listening on %s",
+            "admission roles (read only)" if self.read_only else "roles",
+            self.url,
+        )
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -178,6 +194,12 @@ class Proxy:
         owner = self._owner(request)
         if owner is None:
             return _status(401, "Unauthorized", "unknown or expired run token")
+        if self.read_only and (
+            request.method not in _READS
+            or request.headers.get("Upgrade", "").lower() == "websocket"
+        ):
+            message = READ_ONLY_MESSAGE.format(method=request.method, path=request.path)
+            return _status(403, "Forbidden", message)
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return await self._websocket(request)
         info = parse_path(request.path)

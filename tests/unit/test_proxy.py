@@ -14,14 +14,18 @@ from runner.dependents.proxy import Proxy
 OWNER = Owner("app.my.domain/v1", "Echo", "e", "ns", "uid")
 
 
-def _request(remote: str, token: str | None = None) -> Any:
+def _request(
+    remote: str, token: str | None = None, method: str = "GET", upgrade: bool = False
+) -> Any:
     transport = mock.Mock()
     transport.get_extra_info.side_effect = lambda key, default=None: (
         (remote, 5555) if key == "peername" else default
     )
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if upgrade:
+        headers.update(Upgrade="websocket", Connection="Upgrade")
     return make_mocked_request(
-        "GET", "/api/v1/namespaces/ns/pods", headers=headers, transport=transport
+        method, "/api/v1/namespaces/ns/pods", headers=headers, transport=transport
     )
 
 
@@ -138,3 +142,21 @@ def test_a_create_without_content_type_is_json_and_forwarded_without_one() -> No
     content_type, body = seen[0]
     assert content_type is None
     assert body["metadata"]["ownerReferences"][0]["uid"] == "uid"
+
+
+def test_a_read_only_proxy_refuses_writes_and_upgrades_with_a_message() -> None:
+    import json
+
+    proxy = Proxy(upstream=None, inject=True, read_only=True)  # type: ignore[arg-type]
+    assert not proxy.inject  # nothing is written, nothing is marked
+    token = proxy.register(OWNER)
+    for method in ("POST", "PUT", "PATCH", "DELETE"):
+        response = asyncio.run(proxy.handle(_request("127.0.0.1", token, method)))
+        assert response.status == 403
+        status = json.loads(response.body)
+        assert status["reason"] == "Forbidden"
+        assert status["message"].startswith(
+            f"operator-runner: admission roles may only read: {method} /api/v1/namespaces/ns/pods"
+        )
+    exec_ = asyncio.run(proxy.handle(_request("127.0.0.1", token, "GET", upgrade=True)))
+    assert exec_.status == 403
