@@ -14,7 +14,7 @@ from typing import Any
 
 CR_KEYS = ("kind", "namespace", "name")
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "error": logging.ERROR}
-OTHER_KEYS = ("ansible_event", "file")
+OTHER_KEYS = ("ansible_event", "file", "operation", "dry_run", "seconds")
 #: The time field's formats (controller-runtime's --zap-time-encoding); None: ISO 8601, ms.
 TIME_FORMATS = ("epoch", "millis", "nanos", "iso8601", "rfc3339", "rfc3339nano")
 
