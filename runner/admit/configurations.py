@@ -14,7 +14,9 @@ ValidatingWebhookConfiguration or MutatingWebhookConfiguration per watch with `v
   objectSelector: the watch's `selector`, so that the same CRs are admitted and reconciled;
 - matchConditions: the operator's own requests (its username, from a SelfSubjectReview) skip
   its webhooks: adding and removing its finalizer never waits for a role, or for a webhook
-  that cannot answer.
+  that cannot answer. Only when that identity is its own (deployed, a service account): under
+  `make run` it is the developer's, whose requests must be admitted; the admitter then allows
+  finalizer-only updates without a run.
 """
 
 from __future__ import annotations

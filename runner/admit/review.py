@@ -77,6 +77,20 @@ class AdmissionRequest:
         """The object the request is about: the new one, or on DELETE the old one."""
         return self.object or self.old_object or {}
 
+    def only_finalizers(self) -> bool:
+        """An UPDATE that changes nothing but metadata.finalizers (and what the API server keeps
+        itself: resourceVersion, managedFields, generation): finalizer bookkeeping, the
+        operator's own, which no role has to judge."""
+        if self.operation != "UPDATE" or self.object is None or self.old_object is None:
+            return False
+        bookkeeping = {"finalizers", "resourceVersion", "managedFields", "generation"}
+
+        def rest(obj: Mapping[str, Any]) -> dict[str, Any]:
+            meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in bookkeeping}
+            return {**{k: v for k, v in obj.items() if k not in ("metadata", "status")}, "m": meta}
+
+        return rest(self.object) == rest(self.old_object)
+
     def describe(self) -> str:
         """`Kind namespace/name` for messages (a generateName as `prefix*`)."""
         meta = self.subject.get("metadata") or {}

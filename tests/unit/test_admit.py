@@ -299,3 +299,16 @@ def test_webhook_entries() -> None:
     assert entry["name"] == "mutate.configmap.core" and entry["reinvocationPolicy"] == "Never"
     assert entry["clientConfig"] == {"url": "/mutate-core-v1-configmap"}
     assert "matchConditions" not in entry and "namespaceSelector" not in entry
+
+
+def test_a_finalizer_only_update_is_allowed_without_a_run() -> None:
+    old = {**FLASK, "metadata": {**FLASK["metadata"], "resourceVersion": "1"}}
+    new = {**FLASK, "metadata": {**old["metadata"], "finalizers": ["f"], "resourceVersion": "2"}}
+    runs = FakeRuns(result({"allowed": False, "message": "no"}))
+    body = review("UPDATE", object=new, oldObject=old)
+    assert asyncio.run(admitter(runs, Admission(role="/r")).review(body))["response"]["allowed"]
+    assert runs.requests == []
+    labelled = {**new, "metadata": {**new["metadata"], "labels": {"x": "y"}}}
+    body = review("UPDATE", object=labelled, oldObject=old)
+    assert not asyncio.run(admitter(runs, Admission(role="/r")).review(body))["response"]["allowed"]
+    assert len(runs.requests) == 1

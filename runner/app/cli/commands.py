@@ -14,7 +14,7 @@ from typing import cast
 from runner import __version__
 from runner.ansible.artifacts import default_artifacts_dir
 from runner.app.cli import reconcile as reconcile_cli  # reconcile KIND/NAME
-from runner.app.cli import runflags, sdkflags, zapflags
+from runner.app.cli import runflags, sdkflags, webhookflags, zapflags
 from runner.app.cli.parser import Parser
 from runner.scaffold import cli as scaffold_cli  # init, create api
 from runner.util import logs
@@ -47,6 +47,7 @@ def build_parser(prog: str = "operator-runner") -> argparse.ArgumentParser:
         "ANSIBLE_DEBUG_LOGS (each run's output to the log), OPERATOR_NAME (the Lease's name).",
     )
     runflags.add_flags(run)
+    webhookflags.add_flags(run)
     sdkflags.add_flags(run)
     reconcile_cli.add_command(sub)
     scaffold_cli.add_commands(sub)
@@ -96,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from runner.app.manager.config import OperatorConfig, ProductionConfig
+    from runner.app.manager.config import OperatorConfig, ProductionConfig, WebhookConfig
     from runner.app.manager.run import run_operator  # heavy imports only when running
     from runner.app.serving.metricsserver import MetricsSecurity
 
@@ -135,6 +136,15 @@ def _run(args: argparse.Namespace) -> int:
         executor=args.executor,
         warm_idle_timeout=args.warm_idle_timeout,
         production=production,
+        webhooks=WebhookConfig(
+            bind_address=args.webhook_bind_address,
+            cert_dir=args.webhook_cert_dir,
+            service=args.webhook_service,
+            url=args.webhook_url,
+            configuration_name=args.webhook_configuration_name,
+            ca_validity=args.webhook_ca_validity,
+            cert_validity=args.webhook_cert_validity,
+        ),
         watch_roles=args.watch_roles,
         proxy_port=args.proxy_port or 0,
     )

@@ -14,6 +14,7 @@ from runner.ansible import collections_path
 from runner.ansible.interface import LogEvents
 from runner.app.leases.lease import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 from runner.app.serving.metricsserver import MetricsSecurity
+from runner.app.serving.webhookcerts import DEFAULT_CERT_DIR
 from runner.watches import Watch, WatchesError, load_watches
 
 log = logging.getLogger("runner.manager")
@@ -43,6 +44,19 @@ class ProductionConfig:
 
 
 @dataclass(frozen=True)
+class WebhookConfig:
+    """The `--webhook-*` flags (runner/app/cli/webhookflags.py; webhooks.py reads them)."""
+
+    bind_address: str = ":9443"
+    cert_dir: Path = DEFAULT_CERT_DIR
+    service: str | None = None  # [NAMESPACE/]NAME: deployed
+    url: str | None = None
+    configuration_name: str | None = None
+    ca_validity: float = 3 * 365 * 86400.0
+    cert_validity: float = 365 * 86400.0
+
+
+@dataclass(frozen=True)
 class OperatorConfig:
     watches_file: Path
     namespaces: list[str] = field(default_factory=list)
@@ -59,6 +73,7 @@ class OperatorConfig:
     warm_idle_timeout: float = 120.0
     kubeconfig: str | None = None
     production: ProductionConfig = field(default_factory=ProductionConfig)  # metrics, probes, HA
+    webhooks: WebhookConfig = field(default_factory=WebhookConfig)
     watch_roles: bool = False  # live reload: an edit of a role re-runs its CRs
     proxy_port: int = 0  # the roles' API proxy (--proxy-port); 0: a free port
 

@@ -4,8 +4,8 @@
 
 1. connect: the credentials, and a first request that says what to fix when the server's
    certificate does not verify;
-2. serve: /metrics, the health probes and the roles' osdk_metric listener (runner/app/serving),
-   before anything waits, so that a standby answers them too;
+2. serve: /metrics, the health probes, the roles' osdk_metric listener and the webhooks
+   (runner/app/serving; webhooks.py), before anything waits, so that a standby answers them too;
 3. lead: with `--leader-elect`, once this replica holds the Lease (leadership.py); with
    `--sharding`, once it has joined the replicas that share the CRs (runner/app/leases);
 4. build: the roles' API proxy and the dependent watches, one reconciler and controller per
@@ -30,6 +30,7 @@ from runner.app.manager.config import OperatorConfig, read_watches
 from runner.app.manager.leadership import Leadership, election_config
 from runner.app.manager.shutdown import Shutdown
 from runner.app.manager.watchsettings import watch_options, watch_workers
+from runner.app.manager.webhooks import WebhooksRunning, start_webhooks
 from runner.app.process.capacity import run_slots
 from runner.app.process.limits import memory_limit_bytes
 from runner.app.serving.endpoints import Addresses, Serving
@@ -76,6 +77,7 @@ class Manager:
     prober: Prober
     executor: Executor
     serving: Serving
+    webhooks: WebhooksRunning | None
     shutdown: Shutdown
     leadership: Leadership
     shards: Shards | None
@@ -160,6 +162,9 @@ class Manager:
         self.serving = await Serving.start(addresses, prod.metrics_security, self.client, health)
         if self.serving.role_metrics_url:  # the bundled osdk_metric's default address
             self.executor.add_env({"OPERATOR_RUNNER_METRICS_URL": self.serving.role_metrics_url})
+        self.webhooks = await start_webhooks(
+            config, self.watches, self.credentials, self.client, self.executor, health
+        )
         self.shutdown = Shutdown(health, self.executor.cancel_all, config.graceful_shutdown_timeout)
         elector = None
         if election is not None:
@@ -171,6 +176,7 @@ class Manager:
         await self.prober.stop()
         self.shutdown.stopping()
         await self.leadership.close()
+        await self._stop_webhooks()
         await self.serving.close()
         await self.client.close()
 
@@ -315,6 +321,7 @@ class Manager:
         # after the runs ended: release the Lease, stop the endpoints
         await self.shutdown.stopped()
         await self.leadership.close()
+        await self._stop_webhooks()
         await self.serving.close()
         await self.prober.stop()
         await self.dependents.stop()
@@ -322,6 +329,10 @@ class Manager:
         await self.upstream.close()
         self.executor.close()
         await self.client.close()
+
+    async def _stop_webhooks(self) -> None:
+        if self.webhooks is not None:
+            await self.webhooks.stop()
 
 
 def run_operator(config: OperatorConfig) -> int:

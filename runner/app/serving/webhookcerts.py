@@ -113,6 +113,9 @@ class MemoryStore:
         self._data: tuple[Data, str] | None = None
         self._version = 0
 
+    def __str__(self) -> str:
+        return "memory (made at every start)"
+
     async def read(self) -> tuple[Data, str] | None:
         return self._data
 
@@ -293,7 +296,7 @@ class GeneratedCertificates:
                 break
             if await self.store.write(wanted, version):
                 data = wanted
-                log.info("webhooks: certificates written to %s", self.store)
+                log.info("webhooks: certificates kept in %s", self.store)
                 break
         else:
             raise RuntimeError(f"webhooks: {self.store} keeps changing under us")

@@ -56,8 +56,8 @@ class WebhookPart(Protocol):
     def handlers(self) -> Mapping[str, Handler]:
         """The paths it serves."""
 
-    def registrations(self, client_config: ClientConfig) -> Sequence[Registration]:
-        """The objects that send the API server to its paths (called once the server listens)."""
+    async def registrations(self, client_config: ClientConfig) -> Sequence[Registration]:
+        """The objects that send the API server to its paths (asked once the server listens)."""
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ class Webhooks:
         await self.server.start()
         self.registrar = Registrar(self.client, self.certificates)
         for part in self.parts:
-            for registration in part.registrations(self.client_config):
+            for registration in await part.registrations(self.client_config):
                 self.registrar.add(self._local_or_deployed(registration))
         await self.registrar.start()
 

@@ -1,0 +1,142 @@
+"""The webhook server as the manager runs it: the `--webhook-*` flags resolved into settings,
+the parts that use the server (admission: the watches' `validate:` and `mutate:`; conversion
+adds its own in `webhook_parts`), and their start and stop.
+
+Webhooks start in the serve step, before leader election: every replica serves them (a standby
+too), as controller-runtime's webhook server does, and /readyz includes them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from runner.ansible.executor import Executor
+from runner.app.leases.lease import ElectionError, default_election_id, election_namespace
+from runner.app.manager.admission import AdmissionPart, admission_watches
+from runner.app.manager.config import OperatorConfig, WebhookConfig
+from runner.app.serving.bind import parse_bind_address
+from runner.app.serving.health import Health
+from runner.app.serving.webhookcerts import Lifetimes
+from runner.app.serving.webhooks import WebhookPart, Webhooks, WebhookSettings
+from runner.dependents.ownership import Owner
+from runner.dependents.proxy import Proxy
+from runner.kube.client import ApiError, AsyncUpstream, KubeClient
+from runner.kube.credentials import Credentials
+from runner.watches import Watch
+
+log = logging.getLogger("runner.webhooks")
+
+
+def webhook_settings(
+    flags: WebhookConfig, watches: Sequence[Watch], environ: Mapping[str, str]
+) -> WebhookSettings | None:
+    """The flags, resolved (None: switched off); a bad set-up exits with one message."""
+    address = parse_bind_address(flags.bind_address)
+    if address is None:
+        return None
+    service = None
+    if flags.service:
+        namespace, _, name = flags.service.rpartition("/")
+        if not namespace:
+            try:
+                namespace = election_namespace(None, environ)
+            except ElectionError:
+                raise SystemExit(
+                    f"operator-runner: --webhook-service={flags.service}: its namespace is not "
+                    "known outside a pod; give NAMESPACE/NAME (or set POD_NAMESPACE)"
+                ) from None
+        service = (namespace, name)
+    return WebhookSettings(
+        address=address,
+        name=flags.configuration_name or default_election_id(w.gvk.group for w in watches),
+        cert_dir=flags.cert_dir,
+        service=service,
+        url=flags.url,
+        lifetimes=Lifetimes(ca=flags.ca_validity, cert=flags.cert_validity),
+    )
+
+
+@dataclass
+class WebhooksRunning:
+    """What `start_webhooks` started, for `stop`."""
+
+    webhooks: Webhooks
+    upstream: AsyncUpstream
+    proxy: Proxy
+    runs_env: ExitStack
+
+    async def stop(self) -> None:
+        await self.webhooks.stop()
+        self.runs_env.close()
+        await self.proxy.stop()
+        await self.upstream.close()
+
+
+async def start_webhooks(
+    config: OperatorConfig,
+    watches: Sequence[Watch],
+    credentials: Credentials,
+    client: KubeClient,
+    executor: Executor,
+    health: Health,
+) -> WebhooksRunning | None:
+    """The webhook server with its parts, or None when no watch needs one (or it is off)."""
+    wanted = admission_watches(watches)
+    if not wanted:
+        return None
+    settings = webhook_settings(config.webhooks, watches, os.environ)
+    kinds = ", ".join(w.gvk.kind for w in wanted)
+    if settings is None:
+        log.warning(
+            "webhooks are off (--webhook-bind-address=0): validate:/mutate: of %s not served",
+            kinds,
+        )
+        return None
+    upstream = AsyncUpstream(credentials)
+    proxy = Proxy(upstream, inject=False, read_only=True)
+    await proxy.start()
+    runs_env = ExitStack()
+    access = runs_env.enter_context(
+        proxy.run_env(Owner("operator-runner.dev/v1", "Admission", "admission", "", ""))
+    )
+    parts: list[WebhookPart] = [
+        AdmissionPart(
+            watches,
+            client,
+            executor,
+            access,
+            config.artifacts_dir / "admission",
+            settings.name,
+            config.namespaces,
+            config.ansible_args,
+            deployed=settings.service is not None,
+        )
+    ]
+    webhooks = Webhooks(settings, client, parts)
+    running = WebhooksRunning(webhooks, upstream, proxy, runs_env)
+    try:
+        await webhooks.start()
+    except (ApiError, OSError) as err:  # the certificates' Secret: RBAC, or the API away
+        await running.stop()
+        raise SystemExit(
+            f"operator-runner: webhooks: the certificates cannot be kept: {err}; a deployed "
+            "operator needs get, create and update on its Secret <configuration name>-cert "
+            "(deploy/webhook/role.yaml)"
+        ) from None
+    except BaseException:
+        runs_env.close()
+        await proxy.stop()
+        await upstream.close()
+        raise
+    health.add_check(webhooks.readiness)
+    where = (
+        f"Service {settings.service[0]}/{settings.service[1]}"
+        if settings.service
+        else webhooks.base_url
+    )
+    log.info("webhooks of %s served for the API server at %s", kinds, where)
+    return running
