@@ -207,7 +207,7 @@ class _Part:
 
         return {"/convert": convert}
 
-    def registrations(self, client_config: Any) -> list[Registration]:
+    async def registrations(self, client_config: Any) -> list[Registration]:
         conversion = {
             "strategy": "Webhook",
             "webhook": {
