@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from contextlib import ExitStack
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
 from runner.ansible.executor import Executor
@@ -65,15 +65,41 @@ class WebhooksRunning:
     """What `start_webhooks` started, for `stop`."""
 
     webhooks: Webhooks
-    upstream: AsyncUpstream
-    proxy: Proxy
-    runs_env: ExitStack
+    resources: AsyncExitStack  # what the parts need: the admission runs' proxy
 
     async def stop(self) -> None:
         await self.webhooks.stop()
-        self.runs_env.close()
-        await self.proxy.stop()
-        await self.upstream.close()
+        await self.resources.aclose()
+
+
+async def _admission_part(
+    config: OperatorConfig,
+    watches: Sequence[Watch],
+    settings: WebhookSettings,
+    credentials: Credentials,
+    client: KubeClient,
+    executor: Executor,
+    resources: AsyncExitStack,
+) -> AdmissionPart:
+    """validate: and mutate:, with a read-only proxy for their runs (closed with `resources`)."""
+    upstream = AsyncUpstream(credentials)
+    resources.push_async_callback(upstream.close)
+    proxy = Proxy(upstream, inject=False, read_only=True)
+    await proxy.start()
+    resources.push_async_callback(proxy.stop)
+    owner = Owner("operator-runner.dev/v1", "Admission", "admission", "", "")
+    access = resources.enter_context(proxy.run_env(owner))
+    return AdmissionPart(
+        watches,
+        client,
+        executor,
+        access,
+        config.artifacts_dir / "admission",
+        settings.name,
+        config.namespaces,
+        config.ansible_args,
+        deployed=settings.service is not None,
+    )
 
 
 async def start_webhooks(
@@ -84,7 +110,10 @@ async def start_webhooks(
     executor: Executor,
     health: Health,
 ) -> WebhooksRunning | None:
-    """The webhook server with its parts, or None when no watch needs one (or it is off)."""
+    """The webhook server with its parts, or None when no watch needs one (or it is off).
+
+    The parts: admission (the watches' validate:/mutate:); a new kind of webhook adds its
+    watches to `wanted` and its part to `parts` here."""
     wanted = admission_watches(watches)
     if not wanted:
         return None
@@ -92,45 +121,29 @@ async def start_webhooks(
     kinds = ", ".join(w.gvk.kind for w in wanted)
     if settings is None:
         log.warning(
-            "webhooks are off (--webhook-bind-address=0): validate:/mutate: of %s not served",
-            kinds,
+            "webhooks are off (--webhook-bind-address=0): those of %s are not served", kinds
         )
         return None
-    upstream = AsyncUpstream(credentials)
-    proxy = Proxy(upstream, inject=False, read_only=True)
-    await proxy.start()
-    runs_env = ExitStack()
-    access = runs_env.enter_context(
-        proxy.run_env(Owner("operator-runner.dev/v1", "Admission", "admission", "", ""))
-    )
-    parts: list[WebhookPart] = [
-        AdmissionPart(
-            watches,
-            client,
-            executor,
-            access,
-            config.artifacts_dir / "admission",
-            settings.name,
-            config.namespaces,
-            config.ansible_args,
-            deployed=settings.service is not None,
-        )
-    ]
-    webhooks = Webhooks(settings, client, parts)
-    running = WebhooksRunning(webhooks, upstream, proxy, runs_env)
+    resources = AsyncExitStack()
+    parts: list[WebhookPart] = []
     try:
+        if admission_watches(watches):
+            parts.append(
+                await _admission_part(
+                    config, watches, settings, credentials, client, executor, resources
+                )
+            )
+        webhooks = Webhooks(settings, client, parts)
         await webhooks.start()
     except (ApiError, OSError) as err:  # the certificates' Secret: RBAC, or the API away
-        await running.stop()
+        await resources.aclose()
         raise SystemExit(
             f"operator-runner: webhooks: the certificates cannot be kept: {err}; a deployed "
             "operator needs get, create and update on its Secret <configuration name>-cert "
             "(deploy/webhook/role.yaml)"
         ) from None
     except BaseException:
-        runs_env.close()
-        await proxy.stop()
-        await upstream.close()
+        await resources.aclose()
         raise
     health.add_check(webhooks.readiness)
     where = (
@@ -139,4 +152,4 @@ async def start_webhooks(
         else webhooks.base_url
     )
     log.info("webhooks of %s served for the API server at %s", kinds, where)
-    return running
+    return WebhooksRunning(webhooks, resources)
