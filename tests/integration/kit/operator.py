@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -111,6 +112,10 @@ def launch(
         "--metrics-bind-address=0",
         "--health-probe-bind-address=0",
         "--role-metrics-bind-address=127.0.0.1:0",  # osdk_metric's listener, on a free port
+        # validate:/mutate: webhooks on a free port, under configurations of their own (they are
+        # cluster-wide objects; WATCH_NAMESPACE limits them to the test's namespaces)
+        "--webhook-bind-address=127.0.0.1:0",
+        f"--webhook-configuration-name=test-{uuid.uuid4().hex[:10]}",
         *args,
     ]
     with log_path.open("wb") as log:
