@@ -26,8 +26,8 @@ def _duration(text: str) -> float:
         seconds = parse_period(text, "a duration")
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-    if seconds < 60:
-        raise argparse.ArgumentTypeError(f"must be at least 1m, got {text!r}")
+    if seconds < 10:
+        raise argparse.ArgumentTypeError(f"must be at least 10s, got {text!r}")
     return seconds
 
 
