@@ -1,4 +1,4 @@
-"""The ``init`` and ``create api`` subcommands of ``operator-runner``.
+"""The ``init``, ``create api`` and ``create webhook`` subcommands of ``operator-runner``.
 
 runner/app/cli/commands.py registers them with :func:`add_commands` and hands them to
 :func:`run`; this module keeps everything else about them.
@@ -99,12 +99,33 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="make every key of the sample's spec required in the schema",
     )
+    webhook = what.add_parser(
+        "webhook",
+        help="add admission webhooks written as Ansible to a kind: roles, watches.yaml keys",
+        description="Add webhooks to a kind of the project in the current folder: "
+        "roles/<kind>_validate/ (--validate: refuse at kubectl apply) and roles/<kind>_mutate/ "
+        "(--mutate: change the object before it is stored), the kind's validate:/mutate: keys "
+        "in watches.yaml and the webhooks in deploy/webhook/manifests.yaml.",
+    )
+    webhook.add_argument("--kind", required=True, help="the kind, as in watches.yaml")
+    webhook.add_argument(
+        "--group", default=None, help="its group, when the kind is watched in several"
+    )
+    webhook.add_argument(
+        "--version", default=None, help="its version, when the kind is watched in several"
+    )
+    webhook.add_argument("--validate", action="store_true", help="a validating webhook")
+    webhook.add_argument("--mutate", action="store_true", help="a mutating webhook")
+    webhook.add_argument(
+        "--convert", action="store_true", help="a conversion webhook (between versions)"
+    )
 
 
 def run(args: argparse.Namespace, root: Path | None = None) -> int:
     """Carry out ``init`` or ``create api``; errors are one line on stderr and exit code 1."""
     from .api import ApiRequest, create_api
     from .project import init
+    from .webhook import WebhookRequest, create_webhook
 
     folder = root if root is not None else Path.cwd()
     try:
@@ -113,6 +134,20 @@ def run(args: argparse.Namespace, root: Path | None = None) -> int:
             plan = init(folder, args.domain, args.project_name, args.force, ansible_core=line)
             done = f"wrote a new project for ansible-core {line} into {folder}"
             after = "next: operator-runner create api --group G --version v1alpha1 --kind K"
+        elif args.create_command == "webhook":
+            plan = create_webhook(
+                folder,
+                WebhookRequest(
+                    kind=args.kind,
+                    group=args.group,
+                    version=args.version,
+                    validate=args.validate,
+                    mutate=args.mutate,
+                    convert=args.convert,
+                ),
+            )
+            done = f"added webhooks to {args.kind}"
+            after = "next: write the roles, then make install run"
         else:
             request = ApiRequest(
                 group=args.group,
@@ -128,7 +163,7 @@ def run(args: argparse.Namespace, root: Path | None = None) -> int:
             done = f"added {args.kind}"
             after = "next: write the role, then make install run (or make molecule)"
     except ScaffoldError as exc:
-        command = "init" if args.command == "init" else "create api"
+        command = "init" if args.command == "init" else f"create {args.create_command}"
         print(f"operator-runner {command}: {exc}", file=sys.stderr)
         return 1
     for path in sorted(plan.files):

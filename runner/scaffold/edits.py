@@ -17,6 +17,7 @@ from .names import ScaffoldError
 _EMPTY_LIST = re.compile(r"^\[\]\s*(?:#.*)?$")
 
 __all__ = [
+    "add_to_watch",
     "append_rbac_rules",
     "append_sample",
     "append_watch",
@@ -144,3 +145,33 @@ def has_rule(text: str, name: str, group: str, resource: str, verbs: list[str]) 
         ):
             allowed.update(rule.get("verbs") or [])
     return set(verbs) <= allowed
+
+
+def add_to_watch(text: str, name: str, index: int, addition: str) -> str:
+    """watches.yaml with ``addition`` (keys of one entry, indented two spaces) at the end of
+    its ``index``-th entry (0-based), before the comments and blank lines that follow it."""
+    lines = text.splitlines(keepends=True)
+    starts = [number for number, line in enumerate(lines) if line.startswith("- ")]
+    problem = (
+        f"{name}: cannot add to entry {index + 1} as text (each entry must start with '- ' at "
+        f"the start of a line, in block style); add it by hand:\n{addition}"
+    )
+    if index >= len(starts):
+        raise ScaffoldError(problem)
+    end = starts[index + 1] if index + 1 < len(starts) else len(lines)
+    while end > starts[index] + 1 and (
+        not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")
+    ):
+        end -= 1
+    if not lines[end - 1].endswith("\n"):
+        lines[end - 1] += "\n"
+    new = "".join([*lines[:end], addition, *lines[end:]])
+    entries = _parse_appended(new, problem)
+    added = yaml.safe_load(addition)
+    if (
+        not isinstance(entries, list)
+        or not isinstance(entries[index], dict)
+        or any(entries[index].get(key) != value for key, value in added.items())
+    ):
+        raise ScaffoldError(problem)
+    return new
