@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +172,13 @@ class Executor:
         self._cancel = threading.Event()
         self._warm = WarmLifecycle(self._env, warm, warm_idle_timeout, self._canary)
         self._quick_env: dict[str, str] | None = None  # ansible-runner's environment of a run
+        self._quick = quickrun.QuickRunner(
+            self._warm.acquire,
+            self._warm.release,
+            self._quick_spec,
+            self.run_tmp,
+            warm_idle_timeout,
+        )
         log.info(
             "executor: %s, ansible-core %s, %s",
             "warm (fork server, started and proved by a canary with the first run)"
@@ -193,6 +200,7 @@ class Executor:
         return self._warm.running
 
     def close(self) -> None:
+        self._quick.close()
         self._warm.close()
         shutil.rmtree(self.run_tmp, ignore_errors=True)
 
@@ -229,43 +237,40 @@ class Executor:
 
     async def run_quick(self, request: QuickRequest) -> RunResult:
         """A run on the request path (quickrun.py): on the warm fork server when it is up (it
-        starts with the first run), else a fresh ansible-playbook; cancelling stops it."""
-        pool = await asyncio.to_thread(self._warm.acquire)
-        try:
-            if self._quick_env is None:
-                self._quick_env = await asyncio.to_thread(runner_env, self._env)
-            env = {**self._quick_env, **request.envvars}
-            binary = str(_BIN_DIR / "ansible-playbook")
-            if pool is not None:
-                env.update(pool.env)
-                binary = str(pool.playbook_client)
-            inventory = self._user_inventory or [self._quick_inventory(pool)]
-            cmdline = list(request.cmdline)
-            if request.verbosity:
-                cmdline.append("-" + "v" * request.verbosity)
-            rc, summary, tail = await quickrun.run_quick(
-                binary,
-                request.playbook,
-                inventory,
-                request.extravars_text,
-                env,
-                self.run_tmp,
-                cmdline,
-            )
-        finally:
-            self._warm.release()
+        starts with the first run), else a fresh ansible-playbook; a job for the next request
+        waits, started ahead; cancelling stops the run."""
+        cmdline = list(request.cmdline)
+        if request.verbosity:
+            cmdline.append("-" + "v" * request.verbosity)
+        rc, summary, tail = await self._quick.run(
+            request.playbook, request.extravars_text, request.envvars, cmdline
+        )
         status = "successful" if rc == 0 else "failed"
         return RunResult(status=status, rc=rc, summary=summary, stdout_tail=tail)
 
-    def _quick_inventory(self, pool: WarmPool | None) -> str:
-        """The one-host inventory of quick runs (the warm module client as the host's Python
-        when the fork server is up)."""
-        python = str(pool.python_client) if pool else sys.executable
-        path = self.run_tmp / f"quick-hosts-{'warm' if pool else 'plain'}"
-        text = inventory_text(python)
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            _write_private(path, text)
-        return str(path)
+    def _quick_spec(
+        self,
+        pool: WarmPool | None,
+        playbook: Path,
+        envvars: Mapping[str, str],
+        cmdline: Sequence[str],
+    ) -> quickrun.JobSpec:
+        """A quick run's job: ansible-runner's environment of a run, the warm client."""
+        if self._quick_env is None:
+            self._quick_env = runner_env(self._env)
+        env = {**self._quick_env, **envvars, **(pool.env if pool else {})}
+        binary = pool.playbook_client if pool else _BIN_DIR / "ansible-playbook"
+        if self._user_inventory:
+            inventory = tuple(self._user_inventory)
+        else:
+            python = str(pool.python_client) if pool else sys.executable
+            hosts = self.run_tmp / f"quick-hosts-{abs(hash(python))}"  # per warm client
+            if not hosts.exists():
+                _write_private(hosts, inventory_text(python))
+            inventory = (str(hosts),)
+        return quickrun.JobSpec(
+            str(binary), playbook, inventory, tuple(sorted(env.items())), tuple(cmdline)
+        )
 
     def _canary(self, pool: WarmPool) -> str | None:
         """Run the canary playbook on `pool`: why the warm path cannot be used, or None."""

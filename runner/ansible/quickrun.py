@@ -7,7 +7,14 @@ run (its display callback included, so the fork server takes the job). The callb
 job event as a file into the run's own folder (`AWX_ISOLATED_DATA_DIR/job_events/`), which is
 read once the job has ended and folded into a `RunSummary` as ansible-runner's events are. What
 this skips: ansible-runner's pexpect pty and its polling, its artifact folder (the run's folder
-is removed at the end) and its per-run configuration; ~0.3 s of a warm run.
+is removed at the end) and its per-run configuration.
+
+Jobs are started ahead (`QuickRunner`): for each playbook (and environment) one job waits,
+started with `-e @<a named pipe>`, and does everything ansible-playbook does before it reads its
+extra vars (the command line, the configuration, the plugin loaders, the inventory) while no
+request waits; the request's vars are written into the pipe and the job goes on. The next job
+is started as soon as one is taken; a job not taken for `idle` seconds is stopped (it holds the
+warm executor up).
 
 The role runs exactly as Ansible runs it: the same playbook, inventory, extra vars file
 (`-e @file`, `!unsafe` tags intact) and `--ansible-args`. A run that is cancelled (the webhook's
@@ -18,12 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import fcntl
 import json
 import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +57,6 @@ def job_events(folder: Path) -> list[dict[str, Any]]:
     return events
 
 
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
 def _tail(path: Path) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -61,62 +65,191 @@ def _tail(path: Path) -> str:
     return "\n".join(text.rstrip().splitlines()[-TAIL_LINES:])
 
 
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM to the run's process group, SIGKILL if it is still there KILL_AFTER s later."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
-        try:
-            await asyncio.wait_for(process.wait(), KILL_AFTER)
-            return
-        except TimeoutError:
-            continue
+def _write_blocking(fd: int, data: bytes) -> None:
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+    with os.fdopen(fd, "wb") as pipe:
+        pipe.write(data)
 
 
-async def run_quick(
-    binary: str,
-    playbook: Path,
-    inventory: Sequence[str],
-    extravars_text: str,
-    env: Mapping[str, str],
-    tmp_root: Path,
-    cmdline: Sequence[str] = (),
-) -> tuple[int | None, RunSummary, str]:
-    """Run `playbook` with `binary`; its exit code (None when cancelled), what its events
-    say, and the end of its output when it did not finish."""
-    folder = Path(tempfile.mkdtemp(prefix="quick-", dir=tmp_root))
-    try:
-        extravars = folder / "extravars"
-        _write_private(extravars, extravars_text)
-        args = [str(playbook)]
-        for source in inventory:
+@dataclass(frozen=True)
+class JobSpec:
+    """What a job runs, apart from the request's extra vars."""
+
+    binary: str
+    playbook: Path
+    inventory: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    cmdline: tuple[str, ...] = ()
+
+
+class QuickJob:
+    """One ansible-playbook, started with its extra vars to come through a named pipe."""
+
+    def __init__(self, spec: JobSpec, folder: Path, process: asyncio.subprocess.Process) -> None:
+        self.spec = spec
+        self.folder = folder
+        self.process = process
+
+    @classmethod
+    async def start(cls, spec: JobSpec, tmp_root: Path) -> QuickJob:
+        folder = Path(tempfile.mkdtemp(prefix="quick-", dir=tmp_root))
+        os.mkfifo(folder / "extravars", 0o600)
+        args = [str(spec.playbook)]
+        for source in spec.inventory:
             args += ["-i", source]
-        args += ["-e", f"@{extravars}", *cmdline]
-        output = folder / "stdout"
-        with output.open("wb") as out:
+        args += ["-e", f"@{folder / 'extravars'}", *spec.cmdline]
+        with (folder / "stdout").open("wb") as out:
             process = await asyncio.create_subprocess_exec(
-                binary,
+                spec.binary,
                 *args,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out,
                 stderr=asyncio.subprocess.STDOUT,
                 env={
-                    **env,
+                    **dict(spec.env),
                     "AWX_ISOLATED_DATA_DIR": str(folder),
                     "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(folder / "fact_cache"),
                 },
-                cwd=str(playbook.parent),
+                cwd=str(spec.playbook.parent),
                 start_new_session=True,
             )
+        return cls(spec, folder, process)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None
+
+    async def _hand_over(self, text: str) -> None:
+        """Write the extra vars into the pipe once the job opens it (while it lives)."""
+        path = self.folder / "extravars"
+        while True:
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as err:
+                if err.errno != errno.ENXIO or not self.alive:
+                    return  # no reader will come: the job ended, its output says why
+                await asyncio.sleep(0.002)
+        await asyncio.to_thread(_write_blocking, fd, text.encode())
+
+    async def run(self, extravars_text: str) -> tuple[int | None, RunSummary, str]:
+        """Give the job its extra vars and wait for it: its exit code, what its events say,
+        and the end of its output when it did not finish. Cancelled: the job is stopped."""
         try:
-            rc = await process.wait()
+            await self._hand_over(extravars_text)
+            rc = await self.process.wait()
+            summary = RunSummary()
+            for event in job_events(self.folder):
+                apply_event(summary, event)
+            tail = "" if summary.finished and rc == 0 else _tail(self.folder / "stdout")
+            return rc, summary, tail
         except asyncio.CancelledError:
-            await asyncio.shield(_stop(process))
+            await asyncio.shield(self.discard())
             raise
-        summary = RunSummary()
-        for event in job_events(folder):
-            apply_event(summary, event)
-        tail = "" if summary.finished and rc == 0 else _tail(output)
-        return rc, summary, tail
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    async def discard(self) -> None:
+        """SIGTERM to the job's process group, SIGKILL if it is still there KILL_AFTER s later."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, sig)
+            try:
+                await asyncio.wait_for(self.process.wait(), KILL_AFTER)
+                break
+            except TimeoutError:
+                continue
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class QuickRunner:
+    """Quick runs with one job started ahead per JobSpec (module doc). `acquire` and `release`
+    hold the warm executor for a job (acquire returns what `spec_for` needs to build the
+    spec: the pool, or None on the plain path)."""
+
+    def __init__(
+        self,
+        acquire: Callable[[], Any],
+        release: Callable[[], None],
+        spec_for: Callable[[Any, Path, Mapping[str, str], Sequence[str]], JobSpec],
+        tmp_root: Path,
+        idle: float = 120.0,
+    ) -> None:
+        self._acquire = acquire
+        self._release = release
+        self._spec_for = spec_for
+        self._tmp_root = tmp_root
+        self._idle = idle
+        self._ready: dict[JobSpec, tuple[QuickJob, Any, asyncio.TimerHandle | None]] = {}
+        self._starting: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    async def run(
+        self, playbook: Path, extravars_text: str, env: Mapping[str, str], cmdline: Sequence[str]
+    ) -> tuple[int | None, RunSummary, str]:
+        pool = await asyncio.to_thread(self._acquire)
+        try:
+            spec = self._spec_for(pool, playbook, env, cmdline)
+            job = self._take(spec)
+            if job is None:
+                job = await QuickJob.start(spec, self._tmp_root)
+            self._start_ahead(spec)
+            return await job.run(extravars_text)
+        finally:
+            self._release()
+
+    def _take(self, spec: JobSpec) -> QuickJob | None:
+        ready = self._ready.pop(spec, None)
+        if ready is None:
+            return None
+        job, _, timer = ready
+        if timer is not None:
+            timer.cancel()
+        self._release()  # the job's hold on the pool passes to the run
+        return job if job.alive else None
+
+    def _start_ahead(self, spec: JobSpec) -> None:
+        if self._closed or spec in self._ready:
+            return
+        task = asyncio.get_running_loop().create_task(self._prepare(spec))
+        self._starting.add(task)
+        task.add_done_callback(self._starting.discard)
+
+    async def _prepare(self, spec: JobSpec) -> None:
+        pool = await asyncio.to_thread(self._acquire)
+        try:
+            job = await QuickJob.start(spec, self._tmp_root)
+        except OSError:
+            self._release()
+            return
+        if self._closed or spec in self._ready:
+            await job.discard()
+            self._release()
+            return
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(self._idle, self._expire, spec) if self._idle > 0 else None
+        self._ready[spec] = (job, pool, timer)
+
+    def _expire(self, spec: JobSpec) -> None:
+        ready = self._ready.pop(spec, None)
+        if ready is not None:
+            task = asyncio.get_running_loop().create_task(ready[0].discard())
+            task.add_done_callback(lambda _: self._release())
+            self._starting.add(task)
+            task.add_done_callback(self._starting.discard)
+
+    def close(self) -> None:
+        """Stop the jobs started ahead (the operator stops): SIGTERM, which the client relays
+        to the job (and a job whose client went away stops itself)."""
+        self._closed = True
+        for task in list(self._starting):
+            task.cancel()
+        for job, _, timer in self._ready.values():
+            if timer is not None:
+                timer.cancel()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(job.process.pid, signal.SIGTERM)
+            shutil.rmtree(job.folder, ignore_errors=True)
+            self._release()
+        self._ready.clear()

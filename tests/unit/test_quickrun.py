@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from runner.ansible.quickrun import job_events
 from runner.ansible.results import RunSummary, apply_event
 
@@ -35,3 +37,70 @@ def test_events_are_read_in_order_and_fold_into_a_summary(tmp_path: Path) -> Non
         apply_event(summary, event)
     assert summary.finished and summary.failures == ["check: the name is taken"]
     assert job_events(tmp_path / "none") == []
+
+
+FAKE_PLAYBOOK = r"""#!PYTHON
+# ansible-playbook's stand-in: counts its starts, reads its extra vars (-e @file, a named pipe
+# that is written once a request comes), answers them as a job event, sleeps when asked.
+import json, os, sys, time
+folder = os.environ["AWX_ISOLATED_DATA_DIR"]
+with open(os.environ["STARTS"], "a") as starts:
+    starts.write("x")
+source = sys.argv[sys.argv.index("-e") + 1][1:]
+extra = json.loads(open(source).read())
+time.sleep(extra.get("sleep", 0))
+os.makedirs(os.path.join(folder, "job_events"))
+events = [
+    {"event": "runner_on_ok", "created": "2026-01-01T00:00:01",
+     "event_data": {"task_action": "operator_sdk.util.admission",
+                    "res": {"admission": {"allowed": False, "message": extra["say"]}}}},
+    {"event": "playbook_on_stats", "created": "2026-01-01T00:00:02", "event_data": {}},
+]
+for number, event in enumerate(events):
+    with open(os.path.join(folder, "job_events", f"{number}-partial.json"), "w") as f:
+        json.dump(event, f)
+"""
+
+
+def test_jobs_are_started_ahead_and_a_cancelled_run_is_stopped(tmp_path: Path) -> None:
+    import asyncio
+    import sys
+
+    from runner.ansible.quickrun import JobSpec, QuickRunner
+
+    fake = tmp_path / "ansible-playbook"
+    fake.write_text(FAKE_PLAYBOOK.replace("PYTHON", sys.executable))
+    fake.chmod(0o700)
+    starts = tmp_path / "starts"
+    starts.write_text("")
+    playbook = tmp_path / "site.yml"
+    playbook.write_text("[]\n")
+    held: list[int] = []
+
+    def spec_for(pool: object, path: Path, env: object, cmdline: object) -> JobSpec:
+        return JobSpec(str(fake), path, ("hosts",), (("STARTS", str(starts)),))
+
+    async def go() -> None:
+        runner = QuickRunner(lambda: held.append(1), lambda: held.pop(), spec_for, tmp_path)
+        rc, summary, _ = await runner.run(playbook, '{"say": "first"}', {}, ())
+        assert rc == 0 and summary.answers == [{"allowed": False, "message": "first"}]
+        async with asyncio.timeout(10):
+            while starts.read_text() != "xx":  # the next job, started ahead, waits for its vars
+                await asyncio.sleep(0.01)
+        assert len(runner._ready) == 1
+        rc, summary, _ = await runner.run(playbook, '{"say": "second"}', {}, ())
+        assert summary.answers == [{"allowed": False, "message": "second"}]
+        async with asyncio.timeout(10):
+            while starts.read_text() != "xxx":  # the second run took the waiting job
+                await asyncio.sleep(0.01)
+        task = asyncio.create_task(runner.run(playbook, '{"say": "late", "sleep": 60}', {}, ()))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        async with asyncio.timeout(10):
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        runner.close()
+        assert held == []  # every hold on the warm executor given back
+        assert [p for p in tmp_path.iterdir() if p.name.startswith("quick-")] == []
+
+    asyncio.run(go())

@@ -18,3 +18,4 @@ STATUS_FILE = "status.json"
 #: patches are installed; job: in each job), as an ansible-core release that renamed a private
 #: name would (patches/apply.py).
 TEST_RENAME_ENV = "OPERATOR_RUNNER_WARM_TEST_RENAME"
+WARM_LOOKUPS_ENV = "OPERATOR_RUNNER_WARM_LOOKUPS"  # lookup plugins a playbook job loads first

@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
 from runner.ansible.executor import Executor
+from runner.ansible.warm.jobenv import WARM_LOOKUPS_ENV
 from runner.app.leases.lease import ElectionError, default_election_id, election_namespace
 from runner.app.manager.admission import AdmissionPart, admission_watches
 from runner.app.manager.config import OperatorConfig, WebhookConfig
@@ -88,7 +89,12 @@ async def _admission_part(
     await proxy.start()
     resources.push_async_callback(proxy.stop)
     owner = Owner("operator-runner.dev/v1", "Admission", "admission", "", "")
-    access = resources.enter_context(proxy.run_env(owner))
+    access = {
+        **resources.enter_context(proxy.run_env(owner)),
+        # the jobs started ahead load kubernetes.core's lookup and its client before their
+        # request comes (forkserver.py): the lookups of a validate role cost the API call only
+        WARM_LOOKUPS_ENV: "kubernetes.core.k8s",
+    }
     return AdmissionPart(
         watches,
         client,

@@ -53,7 +53,7 @@ from runner.ansible.warm.patches import (
     guard,
     modulehost,
 )
-from runner.ansible.warm.server import codecache, profiling
+from runner.ansible.warm.server import codecache, lookups, profiling
 from runner.ansible.warm.server import process as serverprocess
 from runner.ansible.warm.server.preload import preload_for
 
@@ -93,6 +93,7 @@ def _send(conn: socket.socket, word: str, value: object) -> None:
 
 def _run_playbook(argv: list[str]) -> int:
     guard.step("ansiballz-cache", core.share_ansiballz_cache, None)
+    lookups.warm_lookups()
     return core.run_cli(argv)
 
 
