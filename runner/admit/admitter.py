@@ -84,6 +84,19 @@ class Admitter:
         self.slots = slots
         self._clock = clock
 
+    def prepare(self) -> None:
+        """Get a run ready before the first review comes (a job started ahead)."""
+        self.runs.prepare_quick(self._run(""))
+
+    def _run(self, extravars_text: str) -> QuickRequest:
+        return QuickRequest(
+            playbook=self.settings.playbook,
+            extravars_text=extravars_text,
+            envvars=self.settings.envvars,
+            cmdline=self.settings.cmdline,
+            verbosity=self.settings.verbosity,
+        )
+
     async def review(self, body: dict[str, Any]) -> dict[str, Any]:
         """The answer to the AdmissionReview `body` (a webhook server's handler)."""
         request = AdmissionRequest.read(body)
@@ -100,13 +113,7 @@ class Admitter:
 
     async def _decide(self, request: AdmissionRequest) -> Verdict:
         extra_vars = admission_extra_vars(request, self.watch, self.hook)
-        run = QuickRequest(
-            playbook=self.settings.playbook,
-            extravars_text=render_extra_vars(extra_vars, mark_unsafe=self.watch.mark_unsafe),
-            envvars=self.settings.envvars,
-            cmdline=self.settings.cmdline,
-            verbosity=self.settings.verbosity,
-        )
+        run = self._run(render_extra_vars(extra_vars, mark_unsafe=self.watch.mark_unsafe))
         async with self.slots:
             result = await self.runs.run_quick(run)
         decided = verdict(result, request, mutate=self.kind == "mutate")

@@ -248,6 +248,10 @@ class Executor:
         status = "successful" if rc == 0 else "failed"
         return RunResult(status=status, rc=rc, summary=summary, stdout_tail=tail)
 
+    def prepare_quick(self, request: QuickRequest) -> None:
+        """Start a job ahead for `request`'s playbook (its extra vars come with the first run)."""
+        self._quick.prepare(request.playbook, request.envvars, list(request.cmdline))
+
     def _quick_spec(
         self,
         pool: WarmPool | None,

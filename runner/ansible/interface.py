@@ -91,3 +91,6 @@ class QuickRuns(Protocol):
     """What runs Ansible for the admission webhooks: the Executor, or a fake."""
 
     async def run_quick(self, request: QuickRequest) -> RunResult: ...
+
+    def prepare_quick(self, request: QuickRequest) -> None:
+        """Get ready for runs like `request` (its extra vars are ignored): a job started ahead."""

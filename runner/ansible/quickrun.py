@@ -199,6 +199,22 @@ class QuickRunner:
         finally:
             self._release()
 
+    def prepare(self, playbook: Path, env: Mapping[str, str], cmdline: Sequence[str]) -> None:
+        """Start a job ahead for these before the first request (the webhooks' start-up)."""
+        task = asyncio.get_running_loop().create_task(self._prepare_for(playbook, env, cmdline))
+        self._starting.add(task)
+        task.add_done_callback(self._starting.discard)
+
+    async def _prepare_for(
+        self, playbook: Path, env: Mapping[str, str], cmdline: Sequence[str]
+    ) -> None:
+        pool = await asyncio.to_thread(self._acquire)
+        try:
+            spec = self._spec_for(pool, playbook, env, cmdline)
+        finally:
+            self._release()
+        self._start_ahead(spec)
+
     def _take(self, spec: JobSpec) -> QuickJob | None:
         ready = self._ready.pop(spec, None)
         if ready is None:

@@ -167,7 +167,11 @@ class FakeRuns:
         self.answer = answer or result()
         self.delay = delay
         self.requests: list[QuickRequest] = []
+        self.prepared: list[QuickRequest] = []
         self.cancelled = 0
+
+    def prepare_quick(self, request: QuickRequest) -> None:
+        self.prepared.append(request)
 
     async def run_quick(self, request: QuickRequest) -> RunResult:
         self.requests.append(request)
@@ -312,3 +316,10 @@ def test_a_finalizer_only_update_is_allowed_without_a_run() -> None:
     body = review("UPDATE", object=labelled, oldObject=old)
     assert not asyncio.run(admitter(runs, Admission(role="/r")).review(body))["response"]["allowed"]
     assert len(runs.requests) == 1
+
+
+def test_an_admitter_gets_a_run_ready_before_the_first_review() -> None:
+    runs = FakeRuns()
+    admitter(runs, Admission(role="/r")).prepare()
+    (ready,) = runs.prepared
+    assert ready.playbook == Path("/p/validate.yml") and ready.envvars == {"KUBECONFIG": "/k"}

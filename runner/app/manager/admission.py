@@ -158,6 +158,7 @@ class AdmissionPart:
                 result.append(Registration(resource, self.name, ("webhooks",), entries))
         for path in sorted(self.admitters):
             admitter = self.admitters[path]
+            admitter.prepare()  # the warm executor up, a run waiting for the first review
             log.info(
                 "webhooks: %s %s %s on %s (failurePolicy %s, timeout %d s%s)",
                 admitter.kind,
