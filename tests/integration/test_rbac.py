@@ -531,3 +531,100 @@ def test_deployment_is_admitted_under_the_restricted_pod_security_standard(
         assert refused.value.status == 403 and "violates PodSecurity" in refused.value.body
     finally:
         cluster.kubectl("delete", "--ignore-not-found", "--wait=false", "-f", "-", input=rendered)
+
+
+def test_deploy_webhook_rbac_is_enough(
+    cluster: Cluster, apply_identity: Any, apps_namespace: str, tmp_path: Path
+) -> None:
+    """deploy/webhook's RBAC keeps the webhooks written, and only just: the operator runs as
+    deploy/'s ServiceAccount deployed-style (--webhook-service), finds the configurations its
+    manifests made (here empty, made by the test: no webhook of a kwok Pod may answer for the
+    cluster), writes its webhooks and caBundle into them (get, patch by name) and its
+    certificates into its Secret (create; get, update by name), and is ready. The names carry
+    the test's suffix, as a user's overlay would give them."""
+    identity = apply_identity(lambda role: None)
+    name = f"operator-runner-webhooks{identity.suffix}"
+    service = f"operator-runner-webhook-service{identity.suffix}"
+    roles = [
+        d
+        for name_ in ("role.yaml", "role_binding.yaml")
+        for d in yaml.safe_load_all((REPO / "deploy" / "webhook" / name_).read_text())
+        if d
+    ]
+    for doc in roles:
+        doc["metadata"]["name"] += identity.suffix
+        if doc["metadata"].get("namespace"):
+            doc["metadata"]["namespace"] = identity.namespace
+        renamed = {
+            "operator-runner-webhooks": name,
+            "operator-runner-webhooks-cert": f"{name}-cert",
+        }
+        for rule in doc.get("rules", []):
+            if "resourceNames" in rule:
+                rule["resourceNames"] = [renamed[n] for n in rule["resourceNames"]]
+        if "roleRef" in doc:
+            doc["roleRef"]["name"] += identity.suffix
+            for subject in doc["subjects"]:
+                subject.update(name=SERVICE_ACCOUNT + identity.suffix, namespace=identity.namespace)
+    configurations = [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": name},
+            "webhooks": [],
+        }
+        for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+    ]
+    documents = yaml.safe_dump_all(roles + configurations)
+    cluster.kubectl("apply", "-f", "-", input=documents)
+    api = cluster.api_client()
+    admission = client.AdmissionregistrationV1Api(api)
+    try:
+        with (
+            temporary_namespace(cluster, "ort-rbac-hooks") as quiet,
+            operator(
+                cluster,
+                tmp_path,
+                watches=REPO / "watches.yaml",
+                namespaces=[quiet],  # the webhooks admit this empty namespace only
+                args=(
+                    f"--webhook-service={identity.namespace}/{service}",
+                    f"--webhook-configuration-name={name}",
+                    "--health-probe-bind-address=127.0.0.1:0",
+                ),
+                env=operator_env(identity),
+            ) as op,
+        ):
+            wait_for(
+                lambda: "served for the API server" in op.log_text(),
+                timeout=60,
+                what="the webhooks served",
+            )
+
+            def written() -> bool:
+                hooks = admission.read_validating_webhook_configuration(name).webhooks or []
+                return len(hooks) == 2 and all(h.client_config.ca_bundle for h in hooks)
+
+            wait_for(written, timeout=30, what="the webhooks and caBundle written")
+            (hook, _) = admission.read_validating_webhook_configuration(name).webhooks
+            assert hook.client_config.service.name == service
+            assert hook.namespace_selector.match_expressions[0].values == [quiet]
+            assert hook.match_conditions[0].expression.endswith(
+                f'"system:serviceaccount:{identity.namespace}:{SERVICE_ACCOUNT}{identity.suffix}"'
+            )
+            mutating = admission.read_mutating_webhook_configuration(name).webhooks or []
+            assert [h.name for h in mutating] == ["mutate.echoflask.swallowlab.com"]
+            secret = client.CoreV1Api(api).read_namespaced_secret(
+                f"{name}-cert", identity.namespace
+            )
+            assert "tls.crt" in secret.data
+            log = op.log_text()
+        refused = [
+            line
+            for line in log.splitlines()
+            if "forbidden" in line.lower() or " 403" in line or "cannot be written" in line
+        ]
+        refused = [line for line in refused if not kopf_namespace_scan(line)]
+        assert not refused, "\n".join(refused)
+    finally:
+        cluster.kubectl("delete", "--ignore-not-found", "-f", "-", input=documents, check=False)

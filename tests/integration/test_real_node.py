@@ -7,7 +7,8 @@ always torn down afterwards.
 - The seeds: their operators, deployed from their image with `make deploy NODE=real` (the
   seeds' image FROM the base image, deploy/'s read-only root filesystem), converge their sample
   CRs verbatim; the Echo's busybox really prints `hello world!` and ends,
-  the EchoFlask app really answers on its NodePort at 127.0.0.1.
+  the EchoFlask app really answers on its NodePort at 127.0.0.1; their admission webhooks,
+  deployed (deploy/webhook), refuse an EchoFlask whose Deployment name is taken.
 - An operator-sdk project, deployed as operator-sdk's users deploy theirs: tests/integration/
   sdk-operator (operator-sdk's scaffolded Dockerfile with only FROM changed, built FROM the base
   image; `config/` in operator-sdk's kustomize layout, `config/default` with the metrics patch:
@@ -226,6 +227,40 @@ def test_seeds_operator_answers_probes_and_metrics_inside_its_pod(
     )
     assert re.search(rf'operator_runner_build_info{{[^}}]*ansible_core="{re.escape(line)}\.', body)
     assert in_pod(*code, "-k", url) == "401"
+
+
+def test_the_deployed_webhooks_refuse_a_taken_name(env: Env) -> None:
+    """deploy/webhook: the API server calls the operator's Pod through the webhook Service, with
+    the caBundle the operator wrote into the configurations (its CA kept in a Secret, under
+    deploy/'s least-privilege RBAC): an EchoFlask whose Deployment name is someone else's is
+    refused at `kubectl apply`, with the role's message."""
+    admission = client.AdmissionregistrationV1Api(env.api)
+    config = admission.read_validating_webhook_configuration("operator-runner-webhooks")
+    assert all(w.client_config.ca_bundle for w in config.webhooks)
+    secret = env.core.read_namespaced_secret("operator-runner-webhooks-cert", SEEDS_NAMESPACE)
+    assert set(secret.data) >= {"ca.crt", "tls.crt", "tls.key", "ca-bundle.crt"}
+    env.cluster.kubectl(
+        "create", "deployment", "refused-echoflask-deployment", "-n", env.ns, "--image=busybox"
+    )
+    flask = {
+        "apiVersion": "swallowlab.com/v1alpha1",
+        "kind": "EchoFlask",
+        "metadata": {"name": "refused-echoflask", "namespace": env.ns},
+        "spec": {"size": 1},
+    }
+    refused = subprocess.run(
+        [str(env.cluster.bin_dir / "kubectl"), "--kubeconfig", str(env.cluster.kubeconfig),
+         "apply", "-f", "-"],
+        input=json.dumps(flask), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode != 0
+    assert (
+        'admission webhook "validate.echoflask.swallowlab.com" denied the request: Deployment '
+        f"refused-echoflask-deployment already exists in namespace {env.ns} and is not owned "
+        "by this EchoFlask"
+    ) in refused.stderr, refused.stderr
+    assert env.get(FLASK, "refused-echoflask") is None
+    env.cluster.kubectl("delete", "deployment", "refused-echoflask-deployment", "-n", env.ns)
 
 
 def test_deleting_the_crs_collects_everything(env: Env) -> None:
