@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
+from runner.ansible import collections_path
 from runner.ansible.executor import Executor
 from runner.ansible.warm.jobenv import WARM_LOOKUPS_ENV
 from runner.app.leases.lease import ElectionError, default_election_id, election_namespace
@@ -123,6 +124,13 @@ async def start_webhooks(
     wanted = admission_watches(watches)
     if not wanted:
         return None
+    installed = collections_path.newer_util_installed(os.environ)
+    if installed is not None and not (installed / "plugins" / "action" / "admission.py").exists():
+        raise SystemExit(
+            f"operator-runner: validate:/mutate: roles answer with operator_sdk.util.admission, "
+            f"but the operator_sdk.util installed at {installed} (newer than operator-runner's, "
+            "so it is used) has no such module; remove that installation, or the keys"
+        )
     settings = webhook_settings(config.webhooks, watches, os.environ)
     kinds = ", ".join(w.gvk.kind for w in wanted)
     if settings is None:
