@@ -202,6 +202,29 @@ class Load:
         }
 
 
+def tree_pss(root: int) -> float:
+    """MiB of PSS of `root` and every process under it (/proc/*/smaps_rollup)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return round(total / 1024, 1)
+
+
 def reconcile_latency(api: Any, namespace: str, n: int, tag: str) -> list[float]:
     from kubernetes import client
 
@@ -285,6 +308,7 @@ def measure(kubeconfig: Path, work: Path, seconds: float) -> dict[str, Any]:
                 print(json.dumps(row), flush=True)
                 time.sleep(3)
         result["latency"] = rows
+        result["pss_mib_webhooks_warm"] = tree_pss(proc.pid)
         idle = reconcile_latency(api, namespace, 5, "idle")
         stop = threading.Event()
 
@@ -409,6 +433,7 @@ def table(result: dict[str, Any]) -> str:
         )
     rec = result["reconcile"]
     lines.append("")
+    lines.append(f"operator process tree, webhooks warm: {result['pss_mib_webhooks_warm']} MiB PSS")
     lines.append(
         f"reconcile create -> Successful p50: {rec['idle_p50']:.2f} s idle, "
         f"{rec['under_10rps_admissions_p50']:.2f} s while admissions run at 10/s"

@@ -124,6 +124,10 @@ def ours_spec(work: Path, watches: Path, extra: list[str]) -> OperatorSpec:
         argv += ["--metrics-bind-address=0", "--health-probe-bind-address=0"]
     if _help_lists(exe, "--role-metrics-bind-address"):
         argv += ["--role-metrics-bind-address=127.0.0.1:0"]
+    if _help_lists(exe, "--webhook-bind-address"):
+        # the same work as the peer's, which has no admission webhooks (bench.admission
+        # measures ours)
+        argv += ["--webhook-bind-address=0"]
     argv += extra
     return OperatorSpec("ours", "operator-runner", argv, {}, artifacts)
 
