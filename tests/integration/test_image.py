@@ -27,6 +27,7 @@ import stat
 import subprocess
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -307,6 +308,9 @@ def running(
         f"--health-probe-bind-address=127.0.0.1:{health}",
         f"--metrics-bind-address=127.0.0.1:{metrics}",
         "--role-metrics-bind-address=127.0.0.1:0",  # not 5050: operators run side by side
+        # the seeds' webhooks: on a free port, under configurations of their own
+        "--webhook-bind-address=127.0.0.1:0",
+        f"--webhook-configuration-name=image-{uuid.uuid4().hex[:8]}",
         "--log-format=json",
         *args,
     ]
