@@ -245,11 +245,10 @@ class Executor:
         rc, summary, tail = await self._quick.run(
             request.playbook, request.extravars_text, request.envvars, cmdline
         )
-        status = "successful" if rc == 0 else "failed"
-        return RunResult(status=status, rc=rc, summary=summary, stdout_tail=tail)
+        return RunResult("successful" if rc == 0 else "failed", rc, summary, tail)
 
     def prepare_quick(self, request: QuickRequest) -> None:
-        """Start a job ahead for `request`'s playbook (its extra vars come with the first run)."""
+        """A job started ahead for `request`'s playbook (its extra vars come with a run)."""
         self._quick.prepare(request.playbook, request.envvars, list(request.cmdline))
 
     def _quick_spec(
