@@ -341,7 +341,7 @@ def breakdown(runs: int) -> dict[str, Any]:
     from runner.ansible import quickrun
     from runner.ansible.executor import Executor
     from runner.ansible.interface import LogEvents, RunRequest, role_playbook_text
-    from runner.ansible.jobenv import WARM_LOOKUPS_ENV
+    from runner.ansible.warm.jobenv import WARM_LOOKUPS_ENV
 
     kubeconfig = os.environ["KUBECONFIG"]
     work = Path(tempfile.mkdtemp(prefix="admission-breakdown-"))
@@ -357,7 +357,7 @@ def breakdown(runs: int) -> dict[str, Any]:
             k: [] for k in ("runner", "quick", "ahead", "ahead+lookup")
         }
         stages: list[list[float]] = []
-        pool = await asyncio.to_thread(executor._acquire_pool)
+        pool = await asyncio.to_thread(executor._warm.acquire)
         try:
             for i in range(runs + 1):
                 started = time.monotonic()
@@ -404,7 +404,7 @@ def breakdown(runs: int) -> dict[str, Any]:
                         )
                     shutil.rmtree(job.folder, ignore_errors=True)
         finally:
-            executor._release_pool()
+            executor._warm.release()
             executor.close()
         summary: dict[str, Any] = {
             label: {"p50": round(statistics.median(v[1:]), 3), "min": round(min(v[1:]), 3)}

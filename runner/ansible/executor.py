@@ -178,6 +178,7 @@ class Executor:
             self._quick_spec,
             self.run_tmp,
             warm_idle_timeout,
+            lambda failures: self._warm.give_up(describe(failures)),
         )
         log.info(
             "executor: %s, ansible-core %s, %s",
@@ -238,14 +239,16 @@ class Executor:
     async def run_quick(self, request: QuickRequest) -> RunResult:
         """A run on the request path (quickrun.py): on the warm fork server when it is up (it
         starts with the first run), else a fresh ansible-playbook; a job for the next request
-        waits, started ahead; cancelling stops the run."""
+        waits, started ahead; a run in which a patch failed is made again on the plain path
+        (and the warm executor given up), as `run_sync`'s; cancelling stops the run."""
         cmdline = list(request.cmdline)
         if request.verbosity:
             cmdline.append("-" + "v" * request.verbosity)
-        rc, summary, tail = await self._quick.run(
+        ended = await self._quick.run(
             request.playbook, request.extravars_text, request.envvars, cmdline
         )
-        return RunResult("successful" if rc == 0 else "failed", rc, summary, tail)
+        status = "successful" if ended.rc == 0 else "failed"
+        return RunResult(status, ended.rc, ended.summary, ended.tail)
 
     def prepare_quick(self, request: QuickRequest) -> None:
         """A job started ahead for `request`'s playbook (its extra vars come with a run)."""
@@ -271,9 +274,8 @@ class Executor:
             if not hosts.exists():
                 _write_private(hosts, inventory_text(python))
             inventory = (str(hosts),)
-        return quickrun.JobSpec(
-            str(binary), playbook, inventory, tuple(sorted(env.items())), tuple(cmdline)
-        )
+        items = tuple(sorted(env.items()))
+        return quickrun.JobSpec(str(binary), playbook, inventory, items, tuple(cmdline), bool(pool))
 
     def _canary(self, pool: WarmPool) -> str | None:
         """Run the canary playbook on `pool`: why the warm path cannot be used, or None."""

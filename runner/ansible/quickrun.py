@@ -16,6 +16,13 @@ request waits; the request's vars are written into the pipe and the job goes on.
 is started as soon as one is taken; a job not taken for `idle` seconds is stopped (it holds the
 warm executor up).
 
+Quick runs follow the warm executor's fence as ansible-runner's runs do (executor.py): a job on
+the warm path names a file of its own where a patch that failed inside it is recorded
+(`warm/patches/guard.py`); when one did, the executor gives the warm executor up for good (one
+warning), the jobs started ahead on it are stopped, and the run is made again on the plain path.
+When the warm executor is not up (`--executor=plain`, a line it is not verified on, a failed
+start or canary), `acquire` gives None and the job is the real ansible-playbook.
+
 The role runs exactly as Ansible runs it: the same playbook, inventory, extra vars file
 (`-e @file`, `!unsafe` tags intact) and `--ansible-args`. A run that is cancelled (the webhook's
 deadline) has its process group sent SIGTERM (the client relays it to the job), then SIGKILL.
@@ -28,6 +35,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import logging
 import os
 import shutil
 import signal
@@ -38,6 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from runner.ansible.results import RunSummary, apply_event
+from runner.ansible.warm.jobenv import FAILURES_ENV
+from runner.ansible.warm.pool import WarmPool
+
+log = logging.getLogger("runner.executor")
 
 KILL_AFTER = 2.0  # seconds between SIGTERM and SIGKILL of a cancelled run
 TAIL_LINES = 15
@@ -81,6 +93,24 @@ class JobSpec:
     inventory: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
     cmdline: tuple[str, ...] = ()
+    warm: bool = False  # on the warm executor: its patches' failures are recorded
+
+
+@dataclass(frozen=True)
+class Ended:
+    """A quick run's end: its exit code, what its events say, the end of its output when it
+    did not finish, and the warm executor's patches that failed inside it."""
+
+    rc: int | None
+    summary: RunSummary
+    tail: str
+    failures: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def redo(self) -> bool:
+        """Whether the run must be made again on the plain path (a patch failed in it and the
+        job was not handed back to the real program)."""
+        return any(failure.get("redo", True) for failure in self.failures)
 
 
 class QuickJob:
@@ -110,6 +140,7 @@ class QuickJob:
                     **dict(spec.env),
                     "AWX_ISOLATED_DATA_DIR": str(folder),
                     "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(folder / "fact_cache"),
+                    **({FAILURES_ENV: str(folder / "warm-failures")} if spec.warm else {}),
                 },
                 cwd=str(spec.playbook.parent),
                 start_new_session=True,
@@ -133,9 +164,9 @@ class QuickJob:
                 await asyncio.sleep(0.002)
         await asyncio.to_thread(_write_blocking, fd, text.encode())
 
-    async def run(self, extravars_text: str) -> tuple[int | None, RunSummary, str]:
-        """Give the job its extra vars and wait for it: its exit code, what its events say,
-        and the end of its output when it did not finish. Cancelled: the job is stopped."""
+    async def run(self, extravars_text: str) -> Ended:
+        """Give the job its extra vars and wait for it (`Ended`). Cancelled: the job is
+        stopped."""
         try:
             await self._hand_over(extravars_text)
             rc = await self.process.wait()
@@ -143,7 +174,8 @@ class QuickJob:
             for event in job_events(self.folder):
                 apply_event(summary, event)
             tail = "" if summary.finished and rc == 0 else _tail(self.folder / "stdout")
-            return rc, summary, tail
+            failures = WarmPool.read_failures(self.folder / "warm-failures")
+            return Ended(rc, summary, tail, tuple(failures))
         except asyncio.CancelledError:
             await asyncio.shield(self.discard())
             raise
@@ -166,7 +198,8 @@ class QuickJob:
 class QuickRunner:
     """Quick runs with one job started ahead per JobSpec (module doc). `acquire` and `release`
     hold the warm executor for a job (acquire returns what `spec_for` needs to build the
-    spec: the pool, or None on the plain path)."""
+    spec: the pool, or None on the plain path); `failed` hears of the patches that failed in a
+    warm job (the executor gives the warm executor up: `acquire` gives None from then on)."""
 
     def __init__(
         self,
@@ -175,19 +208,37 @@ class QuickRunner:
         spec_for: Callable[[Any, Path, Mapping[str, str], Sequence[str]], JobSpec],
         tmp_root: Path,
         idle: float = 120.0,
+        failed: Callable[[list[dict[str, Any]]], None] = lambda failures: None,
     ) -> None:
         self._acquire = acquire
         self._release = release
         self._spec_for = spec_for
         self._tmp_root = tmp_root
         self._idle = idle
+        self._failed = failed
         self._ready: dict[JobSpec, tuple[QuickJob, Any, asyncio.TimerHandle | None]] = {}
         self._starting: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._generation = 0  # a patch failed: the jobs started ahead before it are stale
 
     async def run(
         self, playbook: Path, extravars_text: str, env: Mapping[str, str], cmdline: Sequence[str]
-    ) -> tuple[int | None, RunSummary, str]:
+    ) -> Ended:
+        """The run; made again on the plain path when a patch of the warm executor failed in
+        it (`failed` is told first, so that it is the plain path)."""
+        ended = await self._run_once(playbook, extravars_text, env, cmdline)
+        if not ended.failures:
+            return ended
+        self._failed(list(ended.failures))
+        self._stop_ready()
+        if not ended.redo:
+            return ended
+        log.info("the quick run of %s is made again on the plain path", playbook.name)
+        return await self._run_once(playbook, extravars_text, env, cmdline)
+
+    async def _run_once(
+        self, playbook: Path, extravars_text: str, env: Mapping[str, str], cmdline: Sequence[str]
+    ) -> Ended:
         pool = await asyncio.to_thread(self._acquire)
         try:
             spec = self._spec_for(pool, playbook, env, cmdline)
@@ -198,6 +249,13 @@ class QuickRunner:
             return await job.run(extravars_text)
         finally:
             self._release()
+
+    def _stop_ready(self) -> None:
+        """Stop the jobs started ahead (on the warm executor just given up); the next runs
+        start theirs on the plain path."""
+        self._generation += 1
+        for spec in list(self._ready):
+            self._expire(spec)
 
     def prepare(self, playbook: Path, env: Mapping[str, str], cmdline: Sequence[str]) -> None:
         """Start a job ahead for these before the first request (the webhooks' start-up)."""
@@ -233,13 +291,14 @@ class QuickRunner:
         task.add_done_callback(self._starting.discard)
 
     async def _prepare(self, spec: JobSpec) -> None:
+        generation = self._generation
         pool = await asyncio.to_thread(self._acquire)
         try:
             job = await QuickJob.start(spec, self._tmp_root)
         except OSError:
             self._release()
             return
-        if self._closed or spec in self._ready:
+        if self._closed or spec in self._ready or generation != self._generation:
             await job.discard()
             self._release()
             return

@@ -82,14 +82,14 @@ def test_jobs_are_started_ahead_and_a_cancelled_run_is_stopped(tmp_path: Path) -
 
     async def go() -> None:
         runner = QuickRunner(lambda: held.append(1), lambda: held.pop(), spec_for, tmp_path)
-        rc, summary, _ = await runner.run(playbook, '{"say": "first"}', {}, ())
-        assert rc == 0 and summary.answers == [{"allowed": False, "message": "first"}]
+        ended = await runner.run(playbook, '{"say": "first"}', {}, ())
+        assert ended.rc == 0 and ended.summary.answers == [{"allowed": False, "message": "first"}]
         async with asyncio.timeout(10):
             while starts.read_text() != "xx":  # the next job, started ahead, waits for its vars
                 await asyncio.sleep(0.01)
         assert len(runner._ready) == 1
-        rc, summary, _ = await runner.run(playbook, '{"say": "second"}', {}, ())
-        assert summary.answers == [{"allowed": False, "message": "second"}]
+        ended = await runner.run(playbook, '{"say": "second"}', {}, ())
+        assert ended.summary.answers == [{"allowed": False, "message": "second"}]
         async with asyncio.timeout(10):
             while starts.read_text() != "xxx":  # the second run took the waiting job
                 await asyncio.sleep(0.01)
@@ -102,5 +102,84 @@ def test_jobs_are_started_ahead_and_a_cancelled_run_is_stopped(tmp_path: Path) -
         runner.close()
         assert held == []  # every hold on the warm executor given back
         assert [p for p in tmp_path.iterdir() if p.name.startswith("quick-")] == []
+
+    asyncio.run(go())
+
+
+FAILING_WARM_PLAYBOOK = r"""#!PYTHON
+# A warm job whose patch fails (it records it where $OPERATOR_RUNNER_WARM_FAILURES says, as
+# warm/patches/guard.py does, and fails); a plain job answers.
+import json, os, sys
+folder = os.environ["AWX_ISOLATED_DATA_DIR"]
+with open(os.environ["STARTS"], "a") as starts:
+    starts.write("w" if os.environ.get("OPERATOR_RUNNER_WARM_FAILURES") else "p")
+source = sys.argv[sys.argv.index("-e") + 1][1:]
+extra = json.loads(open(source).read())
+record = os.environ.get("OPERATOR_RUNNER_WARM_FAILURES")
+if record:
+    with open(record, "a") as f:
+        f.write(json.dumps({"patch": "direct", "error": "AttributeError: gone", "redo": True}))
+        f.write("\n")
+    sys.exit(2)
+os.makedirs(os.path.join(folder, "job_events"))
+event = {"event": "runner_on_ok", "created": "2026-01-01T00:00:01",
+         "event_data": {"task_action": "operator_sdk.util.admission",
+                        "res": {"admission": {"allowed": True, "message": extra["say"]}}}}
+with open(os.path.join(folder, "job_events", "0-partial.json"), "w") as f:
+    json.dump(event, f)
+"""
+
+
+def test_a_patch_failing_in_a_warm_job_gives_warm_up_and_runs_it_again_plain(
+    tmp_path: Path,
+) -> None:
+    """The warm executor's fence holds for quick runs: the failure is told (the executor gives
+    the warm executor up), the job started ahead on it is stopped, and the same request is
+    answered by a plain job; the next runs and jobs started ahead are plain."""
+    import asyncio
+    import sys
+
+    from runner.ansible.quickrun import JobSpec, QuickRunner
+
+    fake = tmp_path / "ansible-playbook"
+    fake.write_text(FAILING_WARM_PLAYBOOK.replace("PYTHON", sys.executable))
+    fake.chmod(0o700)
+    starts = tmp_path / "starts"
+    starts.write_text("")
+    playbook = tmp_path / "site.yml"
+    playbook.write_text("[]\n")
+    held: list[int] = []
+    told: list[list[dict[str, object]]] = []
+    warm = [True]
+
+    def acquire() -> object:
+        held.append(1)
+        return "pool" if warm[0] else None
+
+    def failed(failures: list[dict[str, object]]) -> None:
+        told.append(failures)
+        warm[0] = False  # given up: acquire gives None from now on
+
+    def spec_for(pool: object, path: Path, env: object, cmdline: object) -> JobSpec:
+        env_items = (("STARTS", str(starts)), ("KIND", "warm" if pool else "plain"))
+        return JobSpec(str(fake), path, ("hosts",), env_items, (), warm=pool is not None)
+
+    async def go() -> None:
+        runner = QuickRunner(acquire, lambda: held.pop(), spec_for, tmp_path, failed=failed)
+        ended = await runner.run(playbook, '{"say": "plain"}', {}, ())
+        assert ended.rc == 0 and ended.summary.answers == [{"allowed": True, "message": "plain"}]
+        assert [[f["patch"] for f in failures] for failures in told] == [["direct"]]
+        async with asyncio.timeout(10):
+            while runner._starting or len(runner._ready) != 1:  # the plain job started ahead
+                await asyncio.sleep(0.01)
+        assert [dict(spec.env)["KIND"] for spec in runner._ready] == ["plain"]
+        ended = await runner.run(playbook, '{"say": "again"}', {}, ())
+        assert ended.summary.answers == [{"allowed": True, "message": "again"}]
+        assert len(told) == 1
+        runner.close()
+        assert held == []
+        # the failed run, and maybe a job started ahead on warm before the failure was known
+        # (stopped unused); plain only from then on
+        assert starts.read_text().rstrip("p") in ("w", "ww")
 
     asyncio.run(go())
