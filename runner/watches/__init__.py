@@ -26,7 +26,9 @@ does, and what we reproduce:
 * Two entries with the same group/version/kind are an error.
 
 Ours in addition: ``validate`` and ``mutate`` (admission webhooks answered by a role or a
-playbook, runner/watches/admission.py), which operator-sdk does not have.
+playbook, runner/watches/admission.py), and ``convert`` (a role, a playbook or a map of renamed
+fields that converts the kind's objects between the CRD's versions, served as its conversion
+webhook, runner/watches/convert.py), which operator-sdk does not have.
 
 Where we differ on purpose:
 
@@ -66,6 +68,8 @@ from runner.watches.model import (
     DEFAULT_MAX_RUNNER_ARTIFACTS,
     GVK,
     Admission,
+    Convert,
+    FieldMap,
     Finalizer,
     LoadResult,
     Watch,
@@ -76,6 +80,8 @@ __all__ = [
     "DEFAULT_MAX_RUNNER_ARTIFACTS",
     "GVK",
     "Admission",
+    "Convert",
+    "FieldMap",
     "Finalizer",
     "LoadResult",
     "Watch",

@@ -1,4 +1,5 @@
-"""The keys of one entry, validated: group/version/kind, periods, blacklist, finalizer."""
+"""The keys of one entry, validated: group/version/kind, periods, blacklist, finalizer (and
+convert, in convert.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from runner.util.durations import parse_go_duration
 from runner.watches.admission import admission_value
+from runner.watches.convert import convert_value
 from runner.watches.messages import (
     ENTRY_KEYS,
     FINALIZER_KEYS,
@@ -168,4 +170,5 @@ def entry_watch(raw: Mapping[Any, Any], search: Search, where: Where) -> Watch:
         max_runner_artifacts=_max_runner_artifacts(values, where),
         validate=admission_value(values, "validate", search, where),
         mutate=admission_value(values, "mutate", search, where),
+        convert=convert_value(values, search, where),
     )

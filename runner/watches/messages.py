@@ -33,6 +33,7 @@ ENTRY_KEYS: Final = (
     "maxRunnerArtifacts",
     "validate",
     "mutate",
+    "convert",
 )
 FINALIZER_KEYS: Final = ("name", "role", "playbook", "vars")
 ADMISSION_KEYS: Final = (
@@ -43,6 +44,7 @@ ADMISSION_KEYS: Final = (
     "timeoutSeconds",
     "operations",
 )
+CONVERT_KEYS: Final = ("role", "playbook", "fields", "vars")
 GVK_KEYS: Final = ("group", "version", "kind")
 SELECTOR_KEYS: Final = ("matchLabels", "matchExpressions")
 EXPRESSION_KEYS: Final = ("key", "operator", "values")

@@ -69,6 +69,38 @@ class Admission:
 
 
 @dataclass(frozen=True)
+class FieldMap:
+    """One field of a kind under its path in each version that has it (``convert.fields``):
+    ``(("v1alpha1", ("spec", "size")), ("v1beta1", ("spec", "replicas")))``."""
+
+    paths: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def path(self, version: str) -> tuple[str, ...] | None:
+        """The field's path in ``version``; None when the item does not name that version."""
+        for name, path in self.paths:
+            if name == version:
+                return path
+        return None
+
+
+@dataclass(frozen=True)
+class Convert:
+    """How the objects of a watched kind are converted between the CRD's versions: a role or a
+    playbook run for each ConversionReview, or a declarative map of renamed fields
+    (``fields``), applied by the runner itself."""
+
+    role: str | None = None
+    playbook: Path | None = None
+    fields: tuple[FieldMap, ...] = ()
+    vars: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def by_ansible(self) -> bool:
+        """True when a role or playbook converts (False: the field map)."""
+        return self.role is not None or self.playbook is not None
+
+
+@dataclass(frozen=True)
 class Watch:
     """One entry of watches.yaml, validated, with its role or playbook located.
 
@@ -76,7 +108,8 @@ class Watch:
     (``ns.coll.role``, see :attr:`is_collection_role`).  ``reconcile_period`` is in
     seconds: ``None`` = not set in the file (use the CLI default), ``0.0`` = no
     periodic reconciliation.  ``selector`` is a metav1.LabelSelector as a dict with
-    ``matchLabels`` and/or ``matchExpressions``; empty selects everything.
+    ``matchLabels`` and/or ``matchExpressions``; empty selects everything.  ``convert``
+    (ours, not operator-sdk's): the kind's conversion webhook, see :class:`Convert`.
     """
 
     gvk: GVK
@@ -96,6 +129,7 @@ class Watch:
     max_runner_artifacts: int = DEFAULT_MAX_RUNNER_ARTIFACTS
     validate: Admission | None = None
     mutate: Admission | None = None
+    convert: Convert | None = None
 
     @property
     def is_collection_role(self) -> bool:

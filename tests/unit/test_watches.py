@@ -961,6 +961,11 @@ WRONG_TYPES = [
             (f"{hook}.operations", f"  {hook}: {{role: thing, operations: CREATE}}\n"),
         )
     ),
+    ("convert", "  convert: [thing]\n"),
+    ("convert.role", "  convert: {role: 42}\n"),
+    ("convert.playbook", "  convert: {playbook: 42}\n"),
+    ("convert.fields", "  convert: {fields: spec.size}\n"),
+    ("convert.vars", "  convert: {role: thing, vars: [a]}\n"),
 ]
 
 
@@ -975,6 +980,7 @@ def test_every_key_has_its_type_checked(project: Path, key: str, yaml_text: str)
 def test_the_type_checks_cover_every_key() -> None:
     from runner.watches.messages import (
         ADMISSION_KEYS,
+        CONVERT_KEYS,
         ENTRY_KEYS,
         EXPRESSION_KEYS,
         FINALIZER_KEYS,
@@ -987,6 +993,7 @@ def test_the_type_checks_cover_every_key() -> None:
         set(ENTRY_KEYS)
         | {f"{hook}.{k}" for hook in ("validate", "mutate") for k in ADMISSION_KEYS}
         | {f"finalizer.{k}" for k in FINALIZER_KEYS}
+        | {f"convert.{k}" for k in CONVERT_KEYS}
         | {f"selector.{k}" for k in SELECTOR_KEYS}
         | {f"selector.matchExpressions[1].{k}" for k in EXPRESSION_KEYS}
         | {f"blacklist[1].{k}" for k in GVK_KEYS}
