@@ -162,7 +162,12 @@ def build_extra_vars(
     return result
 
 
-class _PlainDumper(yaml.SafeDumper):
+#: libyaml's emitter when PyYAML has it (the same text as the Python one, ~3x faster: a
+#: ConversionReview of 100 objects is 0.2 MB of extra vars), else PyYAML's own.
+_SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _PlainDumper(_SafeDumper):  # type: ignore[valid-type,misc]
     """SafeDumper that never writes anchors/aliases and accepts tuples as lists."""
 
     def ignore_aliases(self, data: Any) -> bool:

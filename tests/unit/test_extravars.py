@@ -392,6 +392,41 @@ def test_ansible_2_19_types_unsafe_scalars_as_if_unquoted(
     assert ansible_load(f'x: !unsafe "{text}"\n', tmp_path) == {"x": loaded if TYPED else text}
 
 
+@pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML without libyaml")
+@pytest.mark.parametrize("mark", [True, False])
+def test_libyaml_emitter_means_what_pyyaml_s_does(mark: bool, tmp_path: Path) -> None:
+    """The C emitter writes a few things another way (an empty key, characters beyond the BMP
+    escaped); Ansible reads the same values, marked the same, from both."""
+    from runner.reconcile import extravars
+
+    data = {"marked": mark_unsafe({v: [v, {v: v}] for v in TRICKY}), "plain": TRICKY, "n": 1}
+    fast = render_extra_vars(data, mark_unsafe=mark)
+
+    class Slow(yaml.SafeDumper):
+        yaml_representers = (
+            extravars._UnsafeDumper if mark else extravars._PlainDumper
+        ).yaml_representers
+
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    assert issubclass(extravars._PlainDumper, yaml.CSafeDumper)
+    slow = yaml.dump(
+        data,
+        Dumper=Slow,
+        default_flow_style=False,
+        sort_keys=False,
+        allow_unicode=True,
+        width=2**31 - 1,
+    )
+    loaded_fast, loaded_slow = ansible_load(fast, tmp_path), ansible_load(slow, tmp_path)
+    assert loaded_fast == loaded_slow == {**data, "marked": {v: [v, {v: v}] for v in TRICKY}}
+    trusted = [is_trusted_as_template(v) for v in loaded_fast["marked"]]
+    assert trusted == [is_trusted_as_template(v) for v in loaded_slow["marked"]]
+    template = next(v for v in loaded_fast["marked"] if v == "{{ 7 * 6 }}")
+    assert is_trusted_as_template(template) is not mark
+
+
 def test_no_yaml_aliases_for_shared_objects() -> None:
     shared = {"a": [1, 2]}
     text = render_extra_vars({"one": shared, "two": shared, "three": (shared,)})
