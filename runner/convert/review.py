@@ -103,6 +103,21 @@ def answer(
     return {"apiVersion": request.review_version, "kind": "ConversionReview", "response": response}
 
 
+def refused(body: Any, message: str) -> dict[str, Any]:
+    """A failed ConversionReview for a body that `read_review` refused (its uid when it has
+    one), so that whoever asked reads why."""
+    request = body.get("request") if isinstance(body, Mapping) else None
+    uid = request.get("uid") if isinstance(request, Mapping) else None
+    version = body.get("apiVersion") if isinstance(body, Mapping) else None
+    stand_in = ConversionRequest(
+        str(version) if version in REVIEW_VERSIONS else REVIEW_VERSIONS[0],
+        str(uid or ""),
+        "",
+        [],
+    )
+    return answer(stand_in, failure=f"operator-runner: {message}")
+
+
 # ---------------------------------------------------------------------------------------------
 # A converter's answers, checked
 # ---------------------------------------------------------------------------------------------

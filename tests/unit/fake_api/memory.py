@@ -18,7 +18,9 @@ goes through the client's own handling of the answers (404 -> None in `send_or_n
 - DELETE: gone at once, or, with finalizers, a deletionTimestamp; an object being deleted is
   gone once a write leaves it no finalizers;
 - POST to a collection given to `answer` (a TokenReview, a SubjectAccessReview): the object
-  comes back as the test's function completes it (its status), and is not kept.
+  comes back as the test's function completes it (its status), and is not kept;
+- GET a discovery document (`/apis/<group>/<version>`, an APIResourceList) that the test `put`
+  there; 404 when it put none.
 
 Errors are Kubernetes `Status` bodies. Every request is recorded with its answer (`exchanges`),
 and `faults` make the matching requests hang, fail with a transport error (as when the server
@@ -275,6 +277,8 @@ class FakeApi:
     def _answer(self, request: Request) -> tuple[int, Any]:
         parsed = _parse(request.path)
         if parsed is None:
+            if request.method == "GET" and request.path in self.objects:  # discovery, put there
+                return 200, copy.deepcopy(self.objects[request.path])
             raise ApiStatus(404, "NotFound", "the server could not find the requested resource")
         if parsed.name is None:
             if request.method == "GET":
