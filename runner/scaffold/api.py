@@ -1,6 +1,7 @@
 """``operator-runner create api``: add a kind to a project made by ``init``.
 
-Writes the CRD (``crds/<group>_<plural>.yaml``), the sample CR
+For a kind that watches.yaml has already, it adds the new version to the kind's CRD instead
+(version.py). For a new kind it writes the CRD (``crds/<group>_<plural>.yaml``), the sample CR
 (``config/samples/<group>_<version>_<kind>.yaml``, listed in ``config/samples/Kustomization``),
 a role (``roles/<snake_kind>/``) or a playbook (``playbooks/<snake_kind>.yml``), and appends the
 ``watches.yaml`` entry and the kind's RBAC rules (``deploy/rbac/role.yaml``) as text. Every
@@ -32,6 +33,7 @@ from .names import (
 )
 from .project import in_the_way, load_project
 from .render import Plan, dump_yaml, render, template
+from .version import add_version, find_crd
 
 __all__ = ["ApiRequest", "create_api"]
 
@@ -53,6 +55,8 @@ class ApiRequest:
     short_name: str | None = None
     namespaced: bool = True
     require_sample_keys: bool = False
+    storage: bool = False  # a kind that exists: the new version becomes the storage version
+    new_kind_options: tuple[str, ...] = ()  # the options given that only a new kind takes
 
 
 def _read_sample(path: Path, api_version: str, kind: str) -> tuple[dict[str, Any], str]:
@@ -186,13 +190,54 @@ def _read_texts(root: Path) -> dict[str, str]:
     return texts
 
 
-def _check_not_watched(text: str, group: str, kind: str) -> None:
+def _watched_version(text: str, group: str, kind: str) -> str | None:
+    """The version watches.yaml watches `kind` of `group` in; None when it is not watched."""
     for watched_group, watched_version, watched_kind in edits.watched_kinds(text, WATCHES):
         if (watched_group, watched_kind) == (group, kind):
-            raise ScaffoldError(
-                f"{kind} of group {group} is already in {WATCHES} (version {watched_version}); "
-                "choose another kind or group"
-            )
+            return watched_version
+    return None
+
+
+def _add_version(root: Path, request: ApiRequest, group: str, watched: str) -> Plan:
+    """create api for a kind that exists: another version of its CRD (version.py)."""
+    if request.new_kind_options:
+        raise ScaffoldError(
+            f"{request.kind} of group {group} exists (watches.yaml watches {watched}): create api "
+            f"adds version {request.version} to its CRD, and {', '.join(request.new_kind_options)} "
+            "only apply to a new kind; leave them out"
+        )
+    crd = find_crd(root, group, request.kind)
+    sample, sample_source = None, None
+    api_version = f"{group}/{request.version}"
+    if request.sample is not None:
+        sample, sample_source = _read_sample(request.sample, api_version, request.kind)
+    plan = Plan(root)
+    add_version(
+        plan,
+        crd,
+        request.version,
+        spec_sample=sample["spec"] if sample is not None else None,
+        require=request.require_sample_keys,
+        storage=request.storage,
+        source=f"the watch of {watched}",
+    )
+    if sample is not None:
+        name = f"{request.group.split('.')[0]}_{request.version}_{request.kind.lower()}.yaml"
+        path = f"config/samples/{name}"
+        if (root / path).exists():
+            raise ScaffoldError(f"{path} exists already; create api does not overwrite files")
+        plan.add(path, _sample_text(sample, sample_source, api_version, request.kind))
+    plan.write()
+    stored = request.version if request.storage else "as before"
+    plan.added_version = (
+        f"added version {request.version} to {request.kind} ({crd.path}; served, storage "
+        f"version {stored}); watches.yaml still reconciles {request.kind} {watched}: its role "
+        f"sees objects in {watched}",
+        f"next: write the conversion between the versions: operator-runner create webhook "
+        f"--kind {request.kind} --convert (a role), or convert: fields: in watches.yaml when "
+        "only names differ (docs/webhooks.md#conversion)",
+    )
+    return plan
 
 
 def create_api(root: Path, request: ApiRequest) -> Plan:
@@ -204,7 +249,19 @@ def create_api(root: Path, request: ApiRequest) -> Plan:
     api_version = f"{group}/{request.version}"
     kind, lower, snake = request.kind, request.kind.lower(), snake_kind(request.kind)
     texts = _read_texts(root)
-    _check_not_watched(texts[WATCHES], group, kind)
+    watched = _watched_version(texts[WATCHES], group, kind)
+    if watched is not None:
+        if watched == request.version:
+            raise ScaffoldError(
+                f"{kind} {api_version} is already in {WATCHES}; choose another kind, group or "
+                "version (another version is added to the kind's CRD)"
+            )
+        return _add_version(root, request, group, watched)
+    if request.storage:
+        raise ScaffoldError(
+            "--storage chooses the storage version when a version is added to a kind that "
+            f"exists; {kind} of group {group} is new (its one version is stored)"
+        )
     sample, sample_source = None, None
     if request.sample is not None:
         sample, sample_source = _read_sample(request.sample, api_version, kind)

@@ -53,10 +53,15 @@ def add_commands(sub: Any) -> None:
     what = create.add_subparsers(dest="create_command", metavar="WHAT", required=True)
     api = what.add_parser(
         "api",
-        help="add a kind: CRD, watches.yaml entry, role or playbook, sample, RBAC",
+        help="add a kind (CRD, watches.yaml entry, role or playbook, sample, RBAC), or a "
+        "version of a kind that exists",
         description="Add a kind to the project in the current folder: its CRD in crds/ (the "
         "spec's schema inferred from --from-sample), its watches.yaml entry, a role (default) "
-        "or a playbook, a sample CR in config/samples/, and its rules in deploy/rbac/role.yaml.",
+        "or a playbook, a sample CR in config/samples/, and its rules in deploy/rbac/role.yaml. "
+        "For a kind that exists (another --version), the version is added to its CRD, served, "
+        "with the schema of the stored version or the one inferred from --from-sample; the "
+        "storage version stays unless --storage, and the watch keeps its version (its role sees "
+        "objects in that version): write the conversion next (create webhook --convert).",
     )
     api.add_argument(
         "--group", required=True, help="API group: webapp (-> webapp.<domain>) or a full group"
@@ -98,6 +103,11 @@ def add_commands(sub: Any) -> None:
         "--require-sample-keys",
         action="store_true",
         help="make every key of the sample's spec required in the schema",
+    )
+    api.add_argument(
+        "--storage",
+        action="store_true",
+        help="a version added to a kind that exists becomes the CRD's storage version",
     )
     webhook = what.add_parser(
         "webhook",
@@ -158,10 +168,24 @@ def run(args: argparse.Namespace, root: Path | None = None) -> int:
                 short_name=args.short_name,
                 namespaced=args.namespaced,
                 require_sample_keys=args.require_sample_keys,
+                storage=args.storage,
+                new_kind_options=tuple(
+                    flag
+                    for flag, given in (
+                        ("--generate-role", args.generate_role),
+                        ("--generate-playbook", args.generate_playbook),
+                        ("--short-name", args.short_name is not None),
+                        ("--cluster", not args.namespaced),
+                    )
+                    if given
+                ),
             )
             plan = create_api(folder, request)
-            done = f"added {args.kind}"
-            after = "next: write the role, then make install run (or make molecule)"
+            if plan.added_version is not None:
+                done, after = plan.added_version
+            else:
+                done = f"added {args.kind}"
+                after = "next: write the role, then make install run (or make molecule)"
     except ScaffoldError as exc:
         command = "init" if args.command == "init" else f"create {args.create_command}"
         print(f"operator-runner {command}: {exc}", file=sys.stderr)

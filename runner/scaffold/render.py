@@ -78,6 +78,7 @@ class Plan:
 
     root: Path
     files: dict[str, str] = field(default_factory=dict)
+    added_version: tuple[str, str] | None = None  # create api of a kind that exists: what, next
 
     def add(self, path: str, content: str) -> None:
         self.files[path] = content

@@ -272,12 +272,100 @@ def test_bad_names_write_nothing(project: Path, request_: ApiRequest, message: s
     assert snapshot(project) == before
 
 
-def test_existing_kind_is_refused(project: Path, sample: Path) -> None:
+def test_the_same_kind_and_version_is_refused(project: Path, sample: Path) -> None:
     create_api(project, guestbook(sample))
     before = snapshot(project)
-    with pytest.raises(ScaffoldError, match=r"already in watches\.yaml"):
+    with pytest.raises(ScaffoldError, match=r"Guestbook webapp\.example\.com/v1 is already in"):
+        create_api(project, ApiRequest(group="webapp", version="v1", kind="Guestbook"))
+    assert snapshot(project) == before
+
+
+def test_another_version_of_a_kind_goes_into_its_crd(project: Path, sample: Path) -> None:
+    create_api(project, guestbook(sample))
+    crd_path = "crds/webapp.example.com_guestbooks.yaml"
+    before = snapshot(project)
+    plan = create_api(project, ApiRequest(group="webapp", version="v2", kind="Guestbook"))
+    after = snapshot(project)
+    assert set(plan.files) == {crd_path} == {p for p in after if after[p] != before.get(p)}
+    assert after[crd_path].startswith(before[crd_path]), "appended as text: comments stay"
+    v1, v2 = load(project, crd_path)["spec"]["versions"]
+    assert (v1["name"], v1["served"], v1["storage"]) == ("v1", True, True)
+    assert (v2["name"], v2["served"], v2["storage"]) == ("v2", True, False)
+    assert v2["schema"] == v1["schema"]
+    assert v2["subresources"] == {"status": {}}
+    assert v2["additionalPrinterColumns"] == v1["additionalPrinterColumns"]
+    assert plan.added_version is not None
+    done, after_text = plan.added_version
+    assert "watches.yaml still reconciles Guestbook v1" in done
+    assert "create webhook --kind Guestbook --convert" in after_text
+    [watch] = load_watches(project / "watches.yaml", environ={}).watches
+    assert watch.gvk.version == "v1", "the watch keeps its version"
+
+
+def test_another_version_from_a_sample_as_the_storage_version(
+    project: Path, sample: Path, tmp_path: Path
+) -> None:
+    create_api(project, guestbook(sample))
+    crd_path = "crds/webapp.example.com_guestbooks.yaml"
+    v2_sample = tmp_path / "v2.yaml"
+    v2_sample.write_text(
+        SAMPLE.replace("/v1", "/v2").replace("size: 3", "replicas: 3").replace("  ratio: 0.5\n", "")
+    )
+    kustomization = (project / "config/samples/Kustomization").read_text()
+    plan = create_api(
+        project,
+        ApiRequest(group="webapp", version="v2", kind="Guestbook", sample=v2_sample, storage=True),
+    )
+    assert set(plan.files) == {crd_path, "config/samples/webapp_v2_guestbook.yaml"}
+    assert (project / "config/samples/Kustomization").read_text() == kustomization
+    v1, v2 = load(project, crd_path)["spec"]["versions"]
+    assert (v1["storage"], v2["storage"]) == (False, True)
+    spec = v2["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert "replicas" in spec and "size" not in spec and "ratio" not in spec
+    assert "size" in v1["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert v2["additionalPrinterColumns"][0]["jsonPath"] == ".spec.replicas"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"short_name": "gb"}, "--short-name only apply to a new kind"),
+        ({"version": "v1", "storage": True}, "already in watches.yaml"),
+    ],
+)
+def test_a_version_of_a_kind_that_exists_refuses_new_kind_options(
+    project: Path, sample: Path, options: dict[str, Any], message: str
+) -> None:
+    create_api(project, guestbook(sample))
+    before = snapshot(project)
+    request = {"group": "webapp", "version": "v2", "kind": "Guestbook", **options}
+    if "short_name" in options:
+        request["new_kind_options"] = ("--short-name",)
+        del request["short_name"]
+    with pytest.raises(ScaffoldError, match=message):
+        create_api(project, ApiRequest(**request))
+    assert snapshot(project) == before
+
+
+def test_storage_is_for_a_version_added_to_a_kind(project: Path) -> None:
+    with pytest.raises(ScaffoldError, match="--storage chooses the storage version"):
+        create_api(project, guestbook(storage=True))
+
+
+def test_a_version_is_added_to_a_crd_only_where_it_can_be_appended(
+    project: Path, sample: Path
+) -> None:
+    create_api(project, guestbook(sample))
+    crd = project / "crds/webapp.example.com_guestbooks.yaml"
+    crd.write_text(crd.read_text() + "  conversion:\n    strategy: None\n")
+    before = snapshot(project)
+    with pytest.raises(ScaffoldError, match=r"must end with spec\.versions"):
         create_api(project, ApiRequest(group="webapp", version="v2", kind="Guestbook"))
     assert snapshot(project) == before
+    create_api(project, ApiRequest(group="webapp", version="v1alpha1", kind="Other"))
+    (project / "crds/webapp.example.com_others.yaml").unlink()
+    with pytest.raises(ScaffoldError, match="no CRD in crds/ defines it"):
+        create_api(project, ApiRequest(group="webapp", version="v2", kind="Other"))
 
 
 def test_existing_files_are_not_overwritten(project: Path) -> None:

@@ -84,4 +84,18 @@ def test_the_console_script_has_init_and_create_api(tmp_path: Path) -> None:
     assert created.returncode == 0, created.stderr
     again = command("create", "api", "--group", "webapp", "--version", "v1", "--kind", "Guestbook")
     assert again.returncode == 1
-    assert again.stderr.startswith("operator-runner create api: Guestbook of group webapp.")
+    assert again.stderr.startswith(
+        "operator-runner create api: Guestbook webapp.example.com/v1 is already in watches.yaml"
+    )
+    version = command(
+        "create", "api", "--group", "webapp", "--version", "v2", "--kind", "Guestbook", "--storage"
+    )
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.splitlines() == [
+        "  crds/webapp.example.com_guestbooks.yaml",
+        "added version v2 to Guestbook (crds/webapp.example.com_guestbooks.yaml; served, storage "
+        "version v2); watches.yaml still reconciles Guestbook v1: its role sees objects in v1; "
+        "next: write the conversion between the versions: operator-runner create webhook --kind "
+        "Guestbook --convert (a role), or convert: fields: in watches.yaml when only names differ "
+        "(docs/webhooks.md#conversion)",
+    ]
