@@ -3,7 +3,8 @@
 A `Registration` names one object and the part of it the operator owns: the `webhooks` of a
 Validating- or MutatingWebhookConfiguration, the `spec.conversion` of a CRD. The `Registrar`
 writes each one: creates it when it is missing (`make run`'s url webhooks; a deployed operator
-finds the ones its manifests made), otherwise merge-patches the owned part when it differs, with
+finds the ones its manifests made; a CRD is never created, its registration waits for it),
+otherwise merge-patches the owned part when it differs, with
 the certificates' caBundle (when it is ours) in every `clientConfig` there. It looks again when
 the bundle changes and every `period` seconds (a manifest applied again, an edit by hand), and
 deletes at `stop` the registrations that ask for it, or sets their part to `exit_value`
@@ -43,9 +44,14 @@ class Registration:
     delete_at_stop: bool = False  # the object is this process's (make run's configurations)
     exit_value: Any = None  # else what the part at `path` becomes at stop (None: left as is)
     body: dict[str, Any] = field(default_factory=dict, hash=False)  # the rest, to create it
+    create: bool = True  # False: someone else makes the object (a CRD); written once it is there
 
     def __str__(self) -> str:
         return f"{self.resource.kind} {self.name}"
+
+
+class NotThere(Exception):
+    """A registration's object that is not the operator's to create does not exist (yet)."""
 
 
 def with_ca_bundle(value: Any, bundle: bytes | None) -> Any:
@@ -158,7 +164,7 @@ class Registrar:
             for registration in self.registrations:
                 try:
                     await self._write(registration, bundle)
-                except (ApiError, OSError) as err:
+                except (ApiError, OSError, NotThere) as err:
                     self._failed_with(registration, _explain(registration, err))
                 else:
                     if self._failed.pop(str(registration), None) is not None:
@@ -174,6 +180,11 @@ class Registrar:
         ref = objects.ref(registration.resource, None, registration.name)
         wanted = with_ca_bundle(registration.value, bundle)
         existing = await self.client.send_or_none(objects.get(ref))
+        if existing is None and not registration.create:
+            raise NotThere(
+                f"{registration} is not there (install it: make install); its "
+                f"{'.'.join(registration.path)} is written when it is"
+            )
         if existing is None:
             body = copy.deepcopy(registration.body)
             body.update(
@@ -235,6 +246,8 @@ class Registrar:
 
 
 def _explain(registration: Registration, err: Exception) -> str:
+    if isinstance(err, NotThere):
+        return str(err)
     if isinstance(err, ApiError) and err.status == 403:
         verbs = "get and patch" + ("" if registration.delete_at_stop else " (by resourceName)")
         return (
