@@ -12,7 +12,8 @@ A `Converter` converts the objects of one watch's kind, as its `convert:` says:
   convert's `vars`, and answers with `operator_sdk.util.conversion` (`object:` one, `objects:`
   several), which writes them to the file the runner names in
   OPERATOR_RUNNER_CONVERSION_ANSWERS. A failed task fails the review with its message. Role
-  runs gather no facts. A run that does not end in time (the API server waits 30 s) is stopped
+  runs gather no facts; their lookups reach the API through the admission roles' read-only
+  proxy (writes are refused). A run that does not end in time (the API server waits 30 s) is stopped
   and fails the review.
 
 The API server asks for conversions on every read and watch of a version other than the stored
@@ -29,8 +30,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -65,6 +66,7 @@ class ConvertOptions:
     verbosity: int = 0
     ansible_args: tuple[str, ...] = ()
     timeout: float = CONVERSION_TIMEOUT
+    envvars: Mapping[str, str] = field(default_factory=dict)  # the runs' API access (read-only)
 
 
 def _source_name(watch: Watch) -> str:
@@ -133,7 +135,7 @@ class Converter:
         quick = QuickRequest(
             playbook=self._playbook(self._folder),
             extravars_text=render_extra_vars(variables, mark_unsafe=self.watch.mark_unsafe),
-            envvars={ANSWERS_ENV: str(answers)},
+            envvars={**self._options.envvars, ANSWERS_ENV: str(answers)},
             cmdline=self._options.ansible_args,
             verbosity=self._options.verbosity,
         )

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from fake_api import FakeApi
 
-from runner.app.manager.conversion import ConversionPart, conversion_spec, crd_names
+from runner.app.manager.conversion import ConversionPart, conversion_spec
+from runner.app.serving.webhookconfigs import Registrar, Registration
 from runner.app.serving.webhookserver import TIMEOUT_KEY
 from runner.convert.converter import Conversions, Converter
 from runner.kube.objects import CUSTOM_RESOURCE_DEFINITIONS
@@ -33,9 +34,7 @@ def discovery(group: str, version: str, *resources: tuple[str, str]) -> dict[str
     }
 
 
-def test_the_crds_of_the_converted_kinds_are_found_by_discovery(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_registrations_point_the_crds_of_the_converted_kinds_at_convert() -> None:
     api = FakeApi()
     api.put(
         "/apis/swallowlab.com/v1alpha1",
@@ -49,39 +48,67 @@ def test_the_crds_of_the_converted_kinds_are_found_by_discovery(
     missing = Watch(GVK("x.io", "v1", "Gone"), role="/r", convert=Convert(fields=(SIZE,)))
     plain = Watch(GVK("app.my.domain", "v1", "Echo"), role="/r")
 
-    async def names() -> list[str]:
+    async def registrations() -> list[Any]:
         client = api.client()
         try:
-            return await crd_names(client, [FLASK, missing, plain])
+            part = ConversionPart(Conversions([Converter(FLASK)]), client, [FLASK, missing, plain])
+            assert list(part.handlers()) == ["/convert"]
+            return list(
+                await part.registrations(lambda path: {"url": f"https://127.0.0.1:9443{path}"})
+            )
         finally:
             await client.close()
 
-    with caplog.at_level(logging.WARNING):
-        assert asyncio.run(names()) == ["echoflasks.swallowlab.com"]
-    assert "convert: Gone x.io/v1 is not served" in caplog.text
-    assert [r.path for r in api.requests] == ["/apis/swallowlab.com/v1alpha1", "/apis/x.io/v1"]
-
-
-def test_registrations_point_the_crds_at_convert() -> None:
-    part = ConversionPart(Conversions([Converter(FLASK)]), ["echoflasks.swallowlab.com"])
-    assert list(part.handlers()) == ["/convert"]
-    [registration] = part.registrations(lambda path: {"url": f"https://127.0.0.1:9443{path}"})
-    assert registration.resource == CUSTOM_RESOURCE_DEFINITIONS
-    assert registration.name == "echoflasks.swallowlab.com"
-    assert registration.path == ("spec", "conversion")
-    assert registration.value == conversion_spec({"url": "https://127.0.0.1:9443/convert"})
-    assert registration.value == {
+    flask, gone = asyncio.run(registrations())
+    assert (flask.name, gone.name) == ("echoflasks.swallowlab.com", "gones.x.io")
+    for registration in (flask, gone):
+        assert registration.resource == CUSTOM_RESOURCE_DEFINITIONS
+        assert registration.path == ("spec", "conversion")
+        assert not registration.create, "a CRD is never created by the operator"
+        assert not registration.delete_at_stop and registration.exit_value is None
+    assert flask.value == conversion_spec({"url": "https://127.0.0.1:9443/convert"})
+    assert flask.value == {
         "strategy": "Webhook",
         "webhook": {
             "conversionReviewVersions": ["v1"],
             "clientConfig": {"url": "https://127.0.0.1:9443/convert"},
         },
     }
-    assert not registration.delete_at_stop and registration.exit_value is None
+
+
+def test_a_crd_that_is_not_there_waits_for_its_install(caplog: pytest.LogCaptureFixture) -> None:
+    api = FakeApi()
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/echoflasks.swallowlab.com"
+    registration = Registration(
+        CUSTOM_RESOURCE_DEFINITIONS,
+        "echoflasks.swallowlab.com",
+        ("spec", "conversion"),
+        conversion_spec({"url": "https://127.0.0.1:9443/convert"}),
+        create=False,
+    )
+
+    async def go() -> None:
+        client = api.client()
+        registrar = Registrar(client, None)
+        registrar.add(registration)
+        with caplog.at_level(logging.ERROR):
+            assert not await registrar.sync()
+        assert registrar.problems == [
+            "CustomResourceDefinition echoflasks.swallowlab.com is not there (install it: make "
+            "install); its spec.conversion is written when it is"
+        ]
+        assert api.sent("POST") == []
+        api.put(path, {"metadata": {"name": "echoflasks.swallowlab.com"}, "spec": {}})
+        assert await registrar.sync()
+        stored = api.get(path)
+        assert stored is not None and stored["spec"]["conversion"] == registration.value
+        await client.close()
+
+    asyncio.run(go())
 
 
 def test_the_handler_answers_reviews_and_refuses_what_is_none() -> None:
-    part = ConversionPart(Conversions([Converter(FLASK)]), [])
+    part = ConversionPart(Conversions([Converter(FLASK)]), FakeApi().client(), [FLASK])
     handle = part.handlers()["/convert"]
     obj = {
         "apiVersion": "swallowlab.com/v1alpha1",

@@ -1,6 +1,6 @@
 """The webhook server as the manager runs it: the `--webhook-*` flags resolved into settings,
-the parts that use the server (admission: the watches' `validate:` and `mutate:`; conversion
-adds its own in `webhook_parts`), and their start and stop.
+the parts that use the server (admission: the watches' `validate:` and `mutate:`; conversion:
+their `convert:`), and their start and stop.
 
 Webhooks start in the serve step, before leader election: every replica serves them (a standby
 too), as controller-runtime's webhook server does, and /readyz includes them.
@@ -20,10 +20,12 @@ from runner.ansible.warm.jobenv import WARM_LOOKUPS_ENV
 from runner.app.leases.lease import ElectionError, default_election_id, election_namespace
 from runner.app.manager.admission import AdmissionPart, admission_watches
 from runner.app.manager.config import OperatorConfig, WebhookConfig
+from runner.app.manager.conversion import ConversionPart, conversion_watches
 from runner.app.serving.bind import parse_bind_address
 from runner.app.serving.health import Health
 from runner.app.serving.webhookcerts import Lifetimes
 from runner.app.serving.webhooks import WebhookPart, Webhooks, WebhookSettings
+from runner.convert.converter import Conversions, ConvertOptions
 from runner.dependents.ownership import Owner
 from runner.dependents.proxy import Proxy
 from runner.kube.client import ApiError, AsyncUpstream, KubeClient
@@ -74,26 +76,31 @@ class WebhooksRunning:
         await self.resources.aclose()
 
 
-async def _admission_part(
-    config: OperatorConfig,
-    watches: Sequence[Watch],
-    settings: WebhookSettings,
-    credentials: Credentials,
-    client: KubeClient,
-    executor: Executor,
-    resources: AsyncExitStack,
-) -> AdmissionPart:
-    """validate: and mutate:, with a read-only proxy for their runs (closed with `resources`)."""
+async def _read_only_access(credentials: Credentials, resources: AsyncExitStack) -> dict[str, str]:
+    """The environment of the webhook runs (admission, conversion roles): a kubeconfig of a
+    proxy in read-only mode, lookups forwarded, writes refused (closed with `resources`)."""
     upstream = AsyncUpstream(credentials)
     resources.push_async_callback(upstream.close)
     proxy = Proxy(upstream, inject=False, read_only=True)
     await proxy.start()
     resources.push_async_callback(proxy.stop)
     owner = Owner("operator-runner.dev/v1", "Admission", "admission", "", "")
+    return resources.enter_context(proxy.run_env(owner))
+
+
+def _admission_part(
+    config: OperatorConfig,
+    watches: Sequence[Watch],
+    settings: WebhookSettings,
+    client: KubeClient,
+    executor: Executor,
+    access: dict[str, str],
+) -> AdmissionPart:
+    """validate: and mutate:, their runs with the read-only `access`."""
     access = {
-        **resources.enter_context(proxy.run_env(owner)),
+        **access,
         # the jobs started ahead load kubernetes.core's lookup and its client before their
-        # request comes (forkserver.py): the lookups of a validate role cost the API call only
+        # request comes (warm/server/lookups.py): a validate role's lookups cost the API call
         WARM_LOOKUPS_ENV: "kubernetes.core.k8s",
     }
     return AdmissionPart(
@@ -109,6 +116,42 @@ async def _admission_part(
     )
 
 
+def _conversion_part(
+    config: OperatorConfig,
+    watches: Sequence[Watch],
+    client: KubeClient,
+    executor: Executor,
+    access: dict[str, str],
+    resources: AsyncExitStack,
+) -> ConversionPart:
+    """convert:, its roles' runs with the read-only `access` (its folder closed with
+    `resources`)."""
+    options = ConvertOptions(ansible_args=config.ansible_args, envvars=access)
+    conversions = Conversions.of(watches, executor, options)
+    resources.callback(conversions.close)
+    return ConversionPart(conversions, client, watches)
+
+
+def _check_util(watches: Sequence[Watch]) -> None:
+    """Start-up stops when an installed operator_sdk.util newer than ours (so it is the one
+    used) lacks the module the webhook roles answer with."""
+    installed = collections_path.newer_util_installed(os.environ)
+    if installed is None:
+        return
+    needed = []
+    if admission_watches(watches):
+        needed.append(("admission", "validate:/mutate:"))
+    if any(w.convert is not None and w.convert.by_ansible for w in watches):
+        needed.append(("conversion", "convert:"))
+    for module, keys in needed:
+        if not (installed / "plugins" / "action" / f"{module}.py").exists():
+            raise SystemExit(
+                f"operator-runner: {keys} roles answer with operator_sdk.util.{module}, but the "
+                f"operator_sdk.util installed at {installed} (newer than operator-runner's, so "
+                "it is used) has no such module; remove that installation, or the keys"
+            )
+
+
 async def start_webhooks(
     config: OperatorConfig,
     watches: Sequence[Watch],
@@ -119,18 +162,15 @@ async def start_webhooks(
 ) -> WebhooksRunning | None:
     """The webhook server with its parts, or None when no watch needs one (or it is off).
 
-    The parts: admission (the watches' validate:/mutate:); a new kind of webhook adds its
-    watches to `wanted` and its part to `parts` here."""
-    wanted = admission_watches(watches)
+    The parts: admission (the watches' validate:/mutate:) and conversion (convert:); a new kind
+    of webhook adds its watches to `wanted` and its part to `parts` here."""
+    wanted = [w for w in watches if w.validate or w.mutate or w.convert]
     if not wanted:
         return None
-    installed = collections_path.newer_util_installed(os.environ)
-    if installed is not None and not (installed / "plugins" / "action" / "admission.py").exists():
-        raise SystemExit(
-            f"operator-runner: validate:/mutate: roles answer with operator_sdk.util.admission, "
-            f"but the operator_sdk.util installed at {installed} (newer than operator-runner's, "
-            "so it is used) has no such module; remove that installation, or the keys"
-        )
+    ansible_runs = admission_watches(watches) or any(
+        w.convert is not None and w.convert.by_ansible for w in watches
+    )
+    _check_util(watches)
     settings = webhook_settings(config.webhooks, watches, os.environ)
     kinds = ", ".join(w.gvk.kind for w in wanted)
     if settings is None:
@@ -141,12 +181,11 @@ async def start_webhooks(
     resources = AsyncExitStack()
     parts: list[WebhookPart] = []
     try:
+        access = await _read_only_access(credentials, resources) if ansible_runs else {}
         if admission_watches(watches):
-            parts.append(
-                await _admission_part(
-                    config, watches, settings, credentials, client, executor, resources
-                )
-            )
+            parts.append(_admission_part(config, watches, settings, client, executor, access))
+        if conversion_watches(watches):
+            parts.append(_conversion_part(config, watches, client, executor, access, resources))
         webhooks = Webhooks(settings, client, parts)
         await webhooks.start()
     except (ApiError, OSError) as err:  # the certificates' Secret: RBAC, or the API away
