@@ -73,6 +73,9 @@ def _readable(detail: str) -> str:
     return detail[: match.start()] + str(message) + detail[match.end() :]
 
 
+#: The msg of a looped task some of whose items failed (ansible-core's TaskExecutor).
+LOOP_FAILED = "One or more items failed"
+
 #: A failure's detail is cut to this many characters (a task's `msg` keeps its head, a
 #: command's stderr its tail), so that one task's huge output cannot push the reason (or the
 #: other failures) out of the `Failure` condition and the Event.
@@ -124,14 +127,15 @@ def failure_message(event_data: Mapping[str, Any], stdout: str = "") -> str:
         res = displayed_result(stdout)
     detail = ""
     if isinstance(res, Mapping):
+        items = [r for r in res.get("results") or [] if isinstance(r, Mapping) and r.get("failed")]
+        if items and res.get("msg") in (None, "", LOOP_FAILED):
+            # a loop: Ansible's own msg says only that items failed; theirs say why
+            detail = _head("; ".join(str(r.get("msg", "failed")) for r in items))
         for key in ("msg", "stderr", "module_stderr", "exception"):
             value = res.get(key)
-            if value:
+            if value and not detail:
                 detail = _head(_readable(str(value).strip()))
                 break
-        if not detail and res.get("results"):
-            items = [r for r in res["results"] if isinstance(r, Mapping) and r.get("failed")]
-            detail = _head("; ".join(str(r.get("msg", "failed")) for r in items))
         stderr = str(res.get("stderr") or "").strip()
         if res.get("msg") and "rc" in res and stderr and stderr not in detail:
             # a command's msg says only "non-zero return code": its reason is in stderr

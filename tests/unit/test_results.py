@@ -53,6 +53,20 @@ def test_failure_messages_name_the_task() -> None:
     assert s.failures == ["create pod: Forbidden"]
 
 
+def test_a_loop_failure_says_why_its_items_failed() -> None:
+    items = [
+        {"msg": "odd: an odd size", "failed": True, "item": {"name": "odd"}},
+        {"changed": False, "item": {"name": "even"}},
+        {"msg": "seven: too big", "failed": True},
+    ]
+    event = failed("Refuse odd sizes", msg="One or more items failed", results=items)
+    assert summarize([event, stats(failures=1)]).failures == [
+        "Refuse odd sizes: odd: an odd size; seven: too big"
+    ]
+    own = failed("custom", msg="the task's own message", results=items)
+    assert summarize([own, stats(failures=1)]).failures == ["custom: the task's own message"]
+
+
 def test_ignored_failures_are_not_failures() -> None:
     event = failed("optional", msg="nope")
     event["event_data"]["ignore_errors"] = True
