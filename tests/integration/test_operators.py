@@ -13,6 +13,7 @@ collection on CR deletion) say so in their docstring.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -189,10 +190,43 @@ def test_echoflask_sample_makes_deployment_service_and_status(env: Env) -> None:
         timeout=deadline(env),
         what="status.readyReplicas 3",
     )
+    # `kubectl get echoflask` reads v1beta1, the preferred version, which the operator converts
     table = env.cluster.kubectl("get", "echoflask", "-n", env.ns)
-    assert table.split()[:4] == ["NAME", "SIZE", "READY", "AGE"]
+    assert table.split()[:4] == ["NAME", "REPLICAS", "READY", "AGE"]
     assert table.splitlines()[1].split()[:3] == ["example-echoflask", "3", "3"]
+    table = env.cluster.kubectl("get", "echoflasks.v1alpha1.swallowlab.com", "-n", env.ns)
+    assert table.split()[:4] == ["NAME", "SIZE", "READY", "AGE"]
     assert "example-echoflask" in env.cluster.kubectl("get", "ef", "-n", env.ns, "-o", "name")
+
+
+def test_the_echoflask_sample_reads_the_same_in_both_versions(env: Env) -> None:
+    """v1alpha1 (the seed's, stored, watched) and v1beta1 (`replicas` for `size`): one object."""
+    env.apply_sample("swallowlab_v1alpha1_echoflask.yaml")
+    wait_for(
+        lambda: env.nodes_match_pods("example-echoflask", 3),
+        timeout=NODES_DEADLINE,
+        what="status.nodes to list the 3 Running Pods",
+    )
+
+    def read(version: str) -> dict[str, Any]:
+        text = env.cluster.kubectl(
+            "get",
+            f"echoflasks.{version}.swallowlab.com",
+            "example-echoflask",
+            "-n",
+            env.ns,
+            "-o",
+            "json",
+        )
+        obj: dict[str, Any] = json.loads(text)
+        return obj
+
+    alpha, beta = read("v1alpha1"), read("v1beta1")
+    assert alpha["apiVersion"] == "swallowlab.com/v1alpha1" and alpha["spec"]["size"] == 3
+    assert beta["apiVersion"] == "swallowlab.com/v1beta1"
+    assert beta["spec"] == {"replicas": 3, "image": DEFAULT_IMAGE}
+    assert beta["status"]["nodes"] == alpha["status"]["nodes"]
+    assert beta["metadata"]["uid"] == alpha["metadata"]["uid"]
 
 
 def test_echoflask_objects_are_controlled_by_the_echoflask(env: Env) -> None:
