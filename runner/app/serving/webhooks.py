@@ -47,6 +47,12 @@ from runner.kube.objects import VALIDATING_WEBHOOK_CONFIGURATIONS as VALIDATING
 
 log = logging.getLogger("runner.webhooks")
 
+#: Seconds between the registrar's looks at the registrations (a GET each). A CRD has one
+#: conversion webhook for the whole cluster: when another operator of the same kind pointed it
+#: at itself and went away (a second `make run`, tests side by side), reads of the other
+#: versions, and the garbage collection of the kind's dependents, wait for this look.
+REGISTRATION_PERIOD = 10.0
+
 ClientConfig = Callable[[str], dict[str, Any]]
 
 
@@ -143,7 +149,7 @@ class Webhooks:
             for path, handler in part.handlers().items():
                 self.server.add(path, handler)
         await self.server.start()
-        self.registrar = Registrar(self.client, self.certificates)
+        self.registrar = Registrar(self.client, self.certificates, period=REGISTRATION_PERIOD)
         for part in self.parts:
             for registration in await part.registrations(self.client_config):
                 self.registrar.add(self._local_or_deployed(registration))
