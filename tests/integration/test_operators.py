@@ -191,7 +191,12 @@ def test_echoflask_sample_makes_deployment_service_and_status(env: Env) -> None:
         what="status.readyReplicas 3",
     )
     # `kubectl get echoflask` reads v1beta1, the preferred version, which the operator converts
-    table = env.cluster.kubectl("get", "echoflask", "-n", env.ns)
+    # (another test's operator, gone, may hold the CRD's conversion until ours looks again)
+    table = wait_for(
+        lambda: env.cluster.kubectl("get", "echoflask", "-n", env.ns, check=False),
+        timeout=30,
+        what="kubectl get echoflask (v1beta1, converted by the operator)",
+    )
     assert table.split()[:4] == ["NAME", "REPLICAS", "READY", "AGE"]
     assert table.splitlines()[1].split()[:3] == ["example-echoflask", "3", "3"]
     table = env.cluster.kubectl("get", "echoflasks.v1alpha1.swallowlab.com", "-n", env.ns)
@@ -209,14 +214,19 @@ def test_the_echoflask_sample_reads_the_same_in_both_versions(env: Env) -> None:
     )
 
     def read(version: str) -> dict[str, Any]:
-        text = env.cluster.kubectl(
-            "get",
-            f"echoflasks.{version}.swallowlab.com",
-            "example-echoflask",
-            "-n",
-            env.ns,
-            "-o",
-            "json",
+        text = wait_for(
+            lambda: env.cluster.kubectl(
+                "get",
+                f"echoflasks.{version}.swallowlab.com",
+                "example-echoflask",
+                "-n",
+                env.ns,
+                "-o",
+                "json",
+                check=False,
+            ),
+            timeout=30,
+            what=f"the EchoFlask sample in {version}",
         )
         obj: dict[str, Any] = json.loads(text)
         return obj
