@@ -111,11 +111,13 @@ def add_commands(sub: Any) -> None:
     )
     webhook = what.add_parser(
         "webhook",
-        help="add admission webhooks written as Ansible to a kind: roles, watches.yaml keys",
+        help="add webhooks written as Ansible to a kind: roles, watches.yaml keys",
         description="Add webhooks to a kind of the project in the current folder: "
         "roles/<kind>_validate/ (--validate: refuse at kubectl apply) and roles/<kind>_mutate/ "
         "(--mutate: change the object before it is stored), the kind's validate:/mutate: keys "
-        "in watches.yaml and the webhooks in deploy/webhook/manifests.yaml.",
+        "in watches.yaml and the webhooks in deploy/webhook/manifests.yaml; --convert: "
+        "roles/<kind>_convert/ (convert between the versions of the kind's CRD), its convert: "
+        "key, the CRD's spec.conversion and the RBAC that keeps it written.",
     )
     webhook.add_argument("--kind", required=True, help="the kind, as in watches.yaml")
     webhook.add_argument(

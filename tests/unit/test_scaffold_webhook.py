@@ -75,7 +75,7 @@ def test_roles_watch_keys_and_the_configurations(project: Path) -> None:
         (WebhookRequest("Guestbook"), "say which webhooks"),
         (WebhookRequest("Visitor", validate=True), "Visitor is not in watches.yaml"),
         (WebhookRequest("guestbook", validate=True), "is not PascalCase"),
-        (WebhookRequest("Guestbook", convert=True), "--convert: conversion webhooks"),
+        (WebhookRequest("Guestbook", mutate=True, version="v9"), "Guestbook is not in"),
     ],
 )
 def test_refusals_write_nothing(project: Path, request_: WebhookRequest, message: str) -> None:
