@@ -256,23 +256,23 @@ def test_many_objects(kinds: Kinds) -> None:
     write); a review of many objects, as the API server sends it, is one run of the role."""
     for i in range(30):
         kinds.create("Flask", "v1alpha1", f"many-{i}", {"size": i % 4})
-    listed = wait_for(
-        lambda: (
-            (
-                items := [
-                    o
-                    for o in kinds.custom.list_namespaced_custom_object(
-                        GROUP, "v1beta1", kinds.ns, "flasks"
-                    )["items"]
-                    if o["metadata"]["name"].startswith("many-")
-                ]
-            )
-            and len(items) == 30
-            and items
-        ),
-        timeout=60,
-        what="30 Flasks listed in v1beta1",
-    )
+
+    def listed_in_v1beta1() -> list[dict[str, Any]] | None:
+        """The 30 Flasks in v1beta1, once the API server's cache of v1beta1 has converted each
+        of the 30 writes (a role run each, one after the other: it may lag, answering 429
+        "storage is (re)initializing" meanwhile)."""
+        try:
+            items = kinds.custom.list_namespaced_custom_object(
+                GROUP, "v1beta1", kinds.ns, "flasks"
+            )["items"]
+        except client.exceptions.ApiException as err:
+            if err.status == 429:
+                return None
+            raise
+        many = [o for o in items if o["metadata"]["name"].startswith("many-")]
+        return many if len(many) == 30 else None
+
+    listed = wait_for(listed_in_v1beta1, timeout=120, what="30 Flasks listed in v1beta1")
     assert {o["metadata"]["name"]: o["spec"] for o in listed} == {
         f"many-{i}": {"replicas": i % 4} for i in range(30)
     }
