@@ -309,3 +309,40 @@ def test_the_seeds_refuse_a_taken_name_and_copy_the_team_label(
             ) in refused.stderr, refused.stderr
         finally:
             env.stop()
+
+
+def test_admission_runs_take_the_plain_path_when_the_warm_executor_is_broken(
+    cluster: Cluster, tmp_path: Path, user: str
+) -> None:
+    """The warm executor's fence holds for admission runs too: a patch that fails to install
+    (as after an ansible-core release that renamed its target) leaves the warm executor given up
+    with one warning, and the quick runs (and their jobs started ahead) are plain
+    ansible-playbook: a refused apply still says the role's message."""
+    from runner.ansible.warm.jobenv import TEST_RENAME_ENV
+
+    rename = "server:ansible.plugins.connection.local:Connection.exec_command"  # the `direct` patch
+    with cluster.api_client() as api, temporary_namespace(cluster, "admp") as namespace:
+        environment = Env(cluster, api, namespace, tmp_path, group=GROUP, watches=WATCHES)
+        try:
+            op = environment.start(args=("--executor=warm",), env={TEST_RENAME_ENV: rename})
+            wait_logged(op, SERVED, timeout=60)
+            refused = apply(cluster, namespace, cr("Admitted", "plain", {"message": "forbidden"}))
+            assert refusal("Admitted") in refused.stderr, refused.stderr
+            assert f"user={user} name=plain" in refused.stderr, refused.stderr
+            allowed = apply(cluster, namespace, cr("Admitted", "fine", {"message": "hello"}))
+            assert allowed.returncode == 0, allowed.stderr
+            environment.wait_condition("Admitted", "fine")
+            warnings = [
+                str(line.get("msg"))
+                for line in op.log_lines()
+                if line.get("level") == "warning" and line.get("logger") == "runner.executor"
+            ]
+            assert len(warnings) == 1 and "patch direct failed" in warnings[0], warnings
+            assert not [
+                line
+                for line in op.log_lines()
+                if str(line.get("msg")).startswith("executor: warm")
+                and "fork server), ansible-core" in str(line.get("msg"))
+            ]
+        finally:
+            environment.stop()
