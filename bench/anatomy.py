@@ -1,14 +1,12 @@
 """Where the time of one reconcile goes.
 
-    python -m bench.anatomy ARTIFACTS_DIR [--timings timings.jsonl]   # runs the benchmark made
-    python -m bench.anatomy --startup [--python PY ...]               # process start-up costs
+    python -m bench.anatomy ARTIFACTS_DIR                # runs the benchmark made
+    python -m bench.anatomy --startup [--python PY ...]  # process start-up costs
 
 From ansible-runner's job events (artifacts/<ident>/job_events/*.json, each with its `created`
 time): per run, the time from the first event to `playbook_on_start` (ansible-playbook has
 parsed the playbook), from there to the first task, each task's duration (`runner_on_ok` and
-friends carry `duration`), and the whole run (first event to `playbook_on_stats`). The stand-in
-peer also records when it spawned `ansible-runner` and when the first event reached it, which
-gives the CLI's start-up.
+friends carry `duration`), and the whole run (first event to `playbook_on_stats`).
 
 --startup measures, for each Python given, the wall and CPU time of the processes every
 reconcile starts: `ansible-runner --version`, `ansible-playbook --version`, and the imports a
@@ -68,9 +66,7 @@ def run_profile(run_dir: Path) -> dict[str, Any] | None:
     return out
 
 
-def summarize_artifacts(
-    root: Path, timings: Path | None = None, sample: int = 60
-) -> dict[str, Any]:
+def summarize_artifacts(root: Path, sample: int = 60) -> dict[str, Any]:
     runs = [Path(p).parent for p in glob.glob(str(root / "**" / "job_events"), recursive=True)]
     random.Random(7).shuffle(runs)
     profiles = [p for p in (run_profile(r) for r in runs[:sample]) if p]
@@ -86,18 +82,6 @@ def summarize_artifacts(
                 tasks[name].append(d)
         out["task_mean_s"] = {k: statistics.fmean(v) for k, v in tasks.items()}
         out["tasks_sum_mean_s"] = sum(out["task_mean_s"].values())
-    if timings and timings.exists():
-        rows = [json.loads(line) for line in timings.read_text().splitlines() if line.strip()]
-        spawn = [r["t_spawn"] - r["t_start"] for r in rows]
-        first = [r["t_first_event"] - r["t_spawn"] for r in rows if r.get("t_first_event")]
-        total = [r["t_end"] - r["t_start"] for r in rows]
-        out["standin"] = {
-            "reconciles": len(rows),
-            "requeued_by_role": sum(1 for r in rows if r.get("requeue") is not None),
-            "before_spawn_mean_s": statistics.fmean(spawn) if spawn else None,
-            "spawn_to_first_event_mean_s": statistics.fmean(first) if first else None,
-            "reconcile_mean_s": statistics.fmean(total) if total else None,
-        }
     return out
 
 
@@ -140,14 +124,13 @@ def startup(pythons: list[str], repeat: int = 3) -> dict[str, Any]:
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m bench.anatomy")
     p.add_argument("artifacts", nargs="?", type=Path)
-    p.add_argument("--timings", type=Path)
     p.add_argument("--startup", action="store_true")
     p.add_argument("--python", action="append", default=[])
     a = p.parse_args()
     if a.startup:
         print(json.dumps(startup(a.python or [sys.executable]), indent=1))
     if a.artifacts:
-        print(json.dumps(summarize_artifacts(a.artifacts, a.timings), indent=1))
+        print(json.dumps(summarize_artifacts(a.artifacts), indent=1))
     return 0
 
 

@@ -103,7 +103,6 @@ class OperatorSpec:
     argv: list[str]
     env: dict[str, str]
     artifacts: Path  # where its ansible-runner artifacts go
-    timings: Path | None = None  # stand-in: per-run timings
 
 
 def _help_lists(exe: Path, flag: str) -> bool:
@@ -151,10 +150,15 @@ def peer_env() -> dict[str, str]:
 
 
 def peer_spec(mode: str, work: Path, watches: Path) -> OperatorSpec | None:
+    """operator-sdk's ansible-operator that bench/peer.sh built (mode auto: None without one,
+    with a log line; binary: stop without one). It keeps its artifacts in
+    /tmp/ansible-operator/runner whatever `work` is."""
     if mode == "none":
         return None
     found = peer_binary()
-    if mode in ("auto", "binary") and found:
+    if found:
+        if not (PEER_VENV / "bin" / "python").exists():
+            raise SystemExit(f"bench: no peer virtualenv {PEER_VENV}; run bench/peer.sh")
         version, binary = found
         argv = [
             str(binary),
@@ -172,24 +176,8 @@ def peer_spec(mode: str, work: Path, watches: Path) -> OperatorSpec | None:
         )
     if mode == "binary":
         raise SystemExit(f"bench: no ansible-operator under {PEER_DIR} (see bench/peer.sh)")
-    python = PEER_VENV / "bin" / "python"
-    if not python.exists():
-        raise SystemExit(f"bench: the peer's virtualenv {PEER_VENV} is missing; run bench/peer.sh")
-    runner_dir = work / "runner"
-    argv = [
-        str(python),
-        str(BENCH / "standin.py"),
-        f"--watches-file={watches}",
-        f"--runner-dir={runner_dir}",
-    ]
-    return OperatorSpec(
-        "peer",
-        "stand-in: ansible-runner CLI per reconcile",
-        argv,
-        peer_env(),
-        runner_dir,
-        timings=runner_dir / "timings.jsonl",
-    )
+    log(f"no ansible-operator under {PEER_DIR} (see bench/peer.sh): the peer is left out")
+    return None
 
 
 class RunningOperator:
@@ -591,7 +579,7 @@ class Session:
         self.result["loadavg_end"] = os.getloadavg()
         self.result["operator_log"] = str(self.op.log_file)
         try:
-            self.result["anatomy"] = summarize_artifacts(self.spec.artifacts, self.spec.timings)
+            self.result["anatomy"] = summarize_artifacts(self.spec.artifacts)
         except Exception as e:  # the analysis must not lose the measurement
             self.result["anatomy"] = {"error": str(e)}
         if not self.cluster.delete_namespace(self.ns):

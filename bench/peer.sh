@@ -13,8 +13,8 @@
 # refuses, so it is downloaded (`go mod download`), its h1: checksum compared with the one
 # pinned below (sum.golang.org has no record of it here: GONOSUMDB for that one module, our pin
 # instead), and built in a copy of its source with its own go.mod and go.sum.
-# A failure is kept in $CACHE/peer/<version>.failed for a day; the benchmark then uses its
-# stand-in (bench/standin.py). $CACHE is $OPERATOR_RUNNER_CACHE or ~/.cache/operator-runner.
+# A failure is kept in $CACHE/peer/<version>.failed for a day; the benchmark then runs
+# operator-runner alone. $CACHE is $OPERATOR_RUNNER_CACHE or ~/.cache/operator-runner.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 CACHE_ROOT=${OPERATOR_RUNNER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operator-runner}
@@ -122,5 +122,5 @@ if [ -n "${PEER_VERSION:-}" ]; then  # one version asked for
   esac
 else
   install_peer v1.42.3 build_plugins || install_peer "$SDK_VERSION" build_sdk \
-    || echo "peer: no ansible-operator could be built; the benchmark uses its stand-in" >&2
+    || echo "peer: no ansible-operator could be built; the benchmark runs operator-runner alone" >&2
 fi

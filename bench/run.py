@@ -1,7 +1,7 @@
 """operator-runner against operator-sdk's ansible-operator on a real (local) cluster.
 
     python -m bench.run --scale small|medium|full [--out bench/results/<ts>.json]
-                        [--kubeconfig FILE] [--peer auto|binary|standin|none]
+                        [--kubeconfig FILE] [--peer auto|binary|none]
                         [--scenarios latency,burst,scale]
 
 Scenarios (EchoFlask from watches.yaml, CRDs from crds/), each operator in a fresh namespace and
@@ -266,7 +266,12 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         default=os.environ.get("OPERATOR_RUNNER_KUBECONFIG") or os.environ.get("KUBECONFIG"),
     )
-    p.add_argument("--peer", choices=["auto", "binary", "standin", "none"], default="auto")
+    p.add_argument(
+        "--peer",
+        choices=["auto", "binary", "none"],
+        default="auto",
+        help="operator-sdk's ansible-operator (auto: when bench/peer.sh built it, else none)",
+    )
     p.add_argument(
         "--only",
         choices=["ours", "peer"],
@@ -341,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"bench: --only {a.only}, but there is no {a.only} (--peer none?)")
 
     def session_spec(key: str, sess_work: Path) -> OperatorSpec:
-        """A spec of its own per session: artifacts and timings of that session only."""
+        """A spec of its own per session: artifacts of that session only."""
         if key == "ours":
             return ours_spec(sess_work, watches, a.ours_arg)
         spec = peer_spec(a.peer, sess_work, watches)
