@@ -60,8 +60,8 @@ lock: ## Re-resolve constraints/ansible-core-<line>.txt of ANSIBLE_CORE from pyp
 
 .PHONY: lint
 lint: venv ## ruff, mypy, the import contract (.importlinter: the packages' layers) and shellcheck on every shell script (hack/lint-shell.sh).
-	$(BIN)/ruff check runner tests
-	$(BIN)/ruff format --check runner tests
+	$(BIN)/ruff check runner tests bench
+	$(BIN)/ruff format --check runner tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	hack/lint-shell.sh $(BIN)/shellcheck

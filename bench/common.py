@@ -231,9 +231,10 @@ class RunningOperator:
         self.sampler.stop()
         self._log.close()
         try:
-            return json.loads(self.rusage_file.read_text())
+            rusage: dict[str, Any] = json.loads(self.rusage_file.read_text())
         except (OSError, ValueError):
             return {}
+        return rusage
 
     def log_tail(self, n: int = 20) -> str:
         try:
@@ -542,9 +543,9 @@ class Session:
                 f"the warm-up CR was not Successful in {time.monotonic() - t0:.0f} s; "
                 f"operator log:\n{self.op.log_tail()}"
             )
-        self.result["startup_to_first_successful_s"] = (
-            self.tracker.state("warmup").successful - self.op.t_start
-        )
+        first_successful = self.tracker.state("warmup").successful
+        assert first_successful is not None  # wait() above returned True
+        self.result["startup_to_first_successful_s"] = first_successful - self.op.t_start
         self.cluster.delete_cr(self.ns, "warmup")
         wait_quiet(self.op, 3, min(self.deadline, time.monotonic() + 60))
         t = time.monotonic()

@@ -162,11 +162,11 @@ def main() -> int:
     )
     for target in targets:
         for executor in executors:
-            cpu, wall = target.cpu[executor], target.wall[executor]
-            rounds = " / ".join(f"{value:.3f}" for value in cpu)
+            cpus, walls = target.cpu[executor], target.wall[executor]
+            rounds = " / ".join(f"{value:.3f}" for value in cpus)
             print(
                 f"{target.label:<14} {target.versions:<34} {executor:<8} {rounds:<28} "
-                f"{statistics.mean(cpu):>6.3f} {statistics.mean(wall):>7.3f}  "
+                f"{statistics.mean(cpus):>6.3f} {statistics.mean(walls):>7.3f}  "
                 f"{target.chosen[executor]}"
             )
     if args.json:

@@ -86,7 +86,9 @@ def _kubectl_apply(api: client.ApiClient, obj: dict) -> None:  # type: ignore[ty
 
     def established() -> bool:
         crd = ext.read_custom_resource_definition(obj["metadata"]["name"])
-        return any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or [])
+        return any(
+            c.type == "Established" and c.status == "True" for c in crd.status.conditions or []
+        )
 
     wait(established, 30, "the CRD")
 
@@ -142,7 +144,7 @@ def measure(kubeconfig: Path, work: Path, rounds: int = 5, timeout: float = 60.0
             for _ in range(3):  # a burst of saves: one re-run
                 role.write_text(TASK.format(value=f"v{i}"))
                 time.sleep(0.05)
-            wait(lambda i=i: value() == f"v{i}", timeout, f"round {i}")  # type: ignore[misc]
+            wait(lambda i=i: value() == f"v{i}", timeout, f"round {i}")
             seconds.append(time.monotonic() - started)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -176,8 +178,10 @@ def main() -> int:
         return 1
     for i, s in enumerate(result["seconds"], 1):
         print(f"round {i}: {s:.2f} s from the edit to the new value on the live CR's ConfigMap")
-    print(f"median edit-to-result: {result['median']:.2f} s ({result['reruns']} re-runs for "
-          f"{len(result['seconds'])} bursts of 3 saves)")
+    print(
+        f"median edit-to-result: {result['median']:.2f} s ({result['reruns']} re-runs for "
+        f"{len(result['seconds'])} bursts of 3 saves)"
+    )
     print(json.dumps(result))
     return 0
 

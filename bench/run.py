@@ -55,7 +55,8 @@ from .scale import scale
 
 
 def latency(s: Session, n: int, size: int) -> None:
-    lat, status_lat = [], []
+    lat: list[float] = []
+    status_lat: list[float] = []
     for i in range(n):
         name = f"lat-{i:03d}"
         st = s.tracker.state(name)
@@ -64,6 +65,7 @@ def latency(s: Session, n: int, size: int) -> None:
         if not s.tracker.wait([name], s.deadline):
             s.result.update(latency_s=lat, done=i)
             raise DidNotFinish(f"CR {i + 1} of {n} not Successful within the cap")
+        assert st.successful is not None  # wait() above returned True
         lat.append(st.successful - st.created)
         if st.status_written is not None:
             status_lat.append(st.status_written - st.created)
@@ -487,13 +489,14 @@ def _versions(python: Path) -> dict[str, str]:
         "print(json.dumps(out))\n"
     )
     try:
-        return json.loads(
+        versions: dict[str, str] = json.loads(
             subprocess.run(
                 [str(python), "-c", code], capture_output=True, text=True, timeout=60
             ).stdout
         )
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return {}
+    return versions
 
 
 if __name__ == "__main__":
