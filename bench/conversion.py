@@ -39,7 +39,9 @@ from typing import Any
 
 from kubernetes import client, config
 
-from .common import REPO, RunningOperator, log, ours_spec, pct
+from .harness import REPO, log
+from .operators import RunningOperator, ours_spec
+from .results import pct
 
 GROUP = "conversion.bench.operator-runner.dev"
 KINDS = {"Mapped": "fields (in the operator)", "Roled": "role (roles/echoflask_convert)"}

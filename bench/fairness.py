@@ -21,8 +21,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .common import DidNotFinish, RunningOperator, Session, create_periodic, wait_quiet
+from .harness import DidNotFinish
+from .operators import RunningOperator, wait_quiet
 from .proctree import Sample
+from .session import Session, create_periodic
 
 SIZES = {"small": 100, "medium": 300, "full": 1000}
 GOAL_S = 2.0

@@ -35,23 +35,12 @@ from typing import Any
 
 from . import fairness as fair
 from . import sharding as shard
-from .common import (
-    BENCH,
-    PEER_VENV,
-    REPO,
-    SCALES,
-    Cluster,
-    DidNotFinish,
-    MiB,
-    OperatorSpec,
-    Session,
-    log,
-    ours_spec,
-    pct,
-    peer_spec,
-    wait_quiet,
-)
+from .cluster import Cluster
+from .harness import BENCH, REPO, SCALES, DidNotFinish, MiB, log
+from .operators import PEER_VENV, OperatorSpec, ours_spec, peer_spec, wait_quiet
+from .results import pct, table
 from .scale import scale
+from .session import Session
 
 
 def latency(s: Session, n: int, size: int) -> None:
@@ -119,135 +108,6 @@ def burst(s: Session, n: int, size: int) -> None:
         settle_s=c.t - t0,
         peak_rss_mib=s.op.sampler.peak_rss / MiB,
     )
-
-
-# --------------------------------------------------------------------------- the table
-
-
-ROWS = [
-    ("startup: launch -> first CR Successful", "s", "latency", "startup_to_first_successful_s"),
-    ("latency p50 (create -> Successful)", "s", "latency", "p50_s"),
-    ("latency p95 (create -> Successful)", "s", "latency", "p95_s"),
-    ("latency p50 (create -> status.nodes written)", "s", "latency", "status_written_p50_s"),
-    ("burst: all Successful", "s", "burst", "all_successful_s"),
-    ("burst: CPU, process tree", "s", "burst", "cpu_s"),
-    ("burst: CPU, operator process alone", "s", "burst", "cpu_main_s"),
-    ("burst: Ansible runs until all Successful", "", "burst", "runs"),
-    ("burst: peak RSS, process tree", "MiB", "burst", "peak_rss_mib"),
-    ("burst: until quiet again", "s", "burst", "settle_s"),
-    ("burst: CPU until quiet again", "s", "burst", "settle_cpu_s"),
-    ("scale: probe, time per CR (size 0)", "s", "scale", "probe_per_cr_s"),
-    ("scale: reconcile period chosen", "s", "scale", "period_s"),
-    ("scale: converge N CRs", "s", "scale", "converge_s"),
-    ("scale: CPU to converge", "s", "scale", "converge_cpu_s"),
-    ("resync: CPU per full resync", "s", "scale", "resync_cpu_full_s"),
-    ("resync: CPU per run", "s", "scale", "resync_cpu_per_run_s"),
-    ("resync: runs measured", "", "scale", "resync_runs"),
-    ("resync: wall time of the runs measured", "s", "scale", "resync_wall_s"),
-    ("fairness: new CR during a resync -> Successful", "s", "fairness", "new_cr_s"),
-    ("fairness: resync runs pending at its create", "", "fairness", "resync_pending_at_create"),
-    ("fairness: wall time of the full resync", "s", "fairness", "resync_wall_s"),
-    ("fairness: CPU of the full resync", "s", "fairness", "resync_cpu_s"),
-    ("fairness: new CR during restart listing -> Succ.", "s", "fairness", "restart_new_cr_s"),
-    ("fairness: listing runs pending at its create", "", "fairness", "restart_pending_at_create"),
-    ("fairness: restart -> listing of N+1 done", "s", "fairness", "restart_listing_wall_s"),
-    ("sharding, I/O role: 1 replica", "CR/s", "sharding", "io_throughput_1"),
-    ("sharding, I/O role: 2 replicas", "CR/s", "sharding", "io_throughput_2"),
-    ("sharding, I/O role: 4 replicas", "CR/s", "sharding", "io_throughput_4"),
-    ("sharding, I/O role: speedup 2 replicas", "x", "sharding", "io_speedup_2"),
-    ("sharding, I/O role: speedup 4 replicas", "x", "sharding", "io_speedup_4"),
-    ("sharding, EchoFlask (CPU): 1 replica", "CR/s", "sharding", "cpu_throughput_1"),
-    ("sharding, EchoFlask (CPU): 2 replicas", "CR/s", "sharding", "cpu_throughput_2"),
-    ("sharding, EchoFlask (CPU): 4 replicas", "CR/s", "sharding", "cpu_throughput_4"),
-    ("sharding, EchoFlask (CPU): speedup 2 replicas", "x", "sharding", "cpu_speedup_2"),
-    ("sharding, EchoFlask (CPU): speedup 4 replicas", "x", "sharding", "cpu_speedup_4"),
-    ("idle memory, no CRs, steady (tree)", "MiB", "latency", "idle_settled_rss_mib"),
-    ("idle memory, no CRs, steady (tree, PSS)", "MiB", "latency", "idle_settled_pss_mib"),
-    ("idle memory, no CRs (tree)", "MiB", "scale", "idle_rss_mib"),
-    ("idle memory, no CRs (operator process)", "MiB", "scale", "idle_rss_main_mib"),
-    ("idle memory, no CRs (tree, PSS)", "MiB", "scale", "idle_pss_mib"),
-    ("memory with N CRs, idle (tree)", "MiB", "scale", "rss_idle_with_crs_mib"),
-    ("memory with N CRs, idle (operator process)", "MiB", "scale", "rss_main_idle_with_crs_mib"),
-    ("memory with N CRs, idle (tree, PSS)", "MiB", "scale", "pss_idle_with_crs_mib"),
-]
-
-
-def fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
-    return str(v)
-
-
-def table(results: dict[str, Any], sizes: dict[str, Any]) -> str:
-    peer_label = next(
-        (r["peer"].get("operator") for r in results.values() if r.get("peer")), "peer"
-    )
-    lines = [
-        f"ours = operator-runner; peer = {peer_label}",
-        f"sizes: latency {sizes['latency']} CRs, burst {sizes['burst']}, "
-        f"scale/resync N = {sizes['scale']}, fairness N = {sizes['fairness']}, sharding "
-        f"{sizes['sharding_io']} CRs (I/O role, {shard.DELAY_S:g} s a run) / "
-        f"{sizes['sharding_cpu']} (EchoFlask), --max-concurrent-reconciles={shard.MAX_CONCURRENT} "
-        "per replica; the peer cannot shard (1 replica only)",
-        "",
-    ]
-    header = f"{'figure':<47} {'unit':<4} {'ours':>10} {'peer':>10} {'ours/peer':>9}"
-    lines += [header, "-" * len(header)]
-    for title, unit, scen, key in ROWS:
-        r = results.get(scen) or {}
-        if key.startswith("idle_"):  # measured in every session: take the first one that has it
-            r = next(
-                (
-                    results[x]
-                    for x in ("scale", "burst", "latency")
-                    if x in results
-                    and any(key in (results[x].get(w) or {}) for w in ("ours", "peer"))
-                ),
-                r,
-            )
-        o, p = (r.get("ours") or {}), (r.get("peer") or {})
-        ov, pv = o.get(key), p.get(key)
-        ov_s = "DNF" if ov is None and "dnf" in o else fmt(ov)
-        pv_s = "DNF" if pv is None and "dnf" in p else fmt(pv)
-        ratio = (
-            fmt(ov / pv)
-            if isinstance(ov, (int, float)) and isinstance(pv, (int, float)) and pv
-            else "-"
-        )
-        lines.append(f"{title:<47} {unit:<4} {ov_s:>10} {pv_s:>10} {ratio:>9}")
-    notes = []
-    for scen, r in results.items():
-        for who in ("ours", "peer"):
-            if (r.get(who) or {}).get("dnf"):
-                notes.append(f"{scen}/{who}: did not finish: {r[who]['dnf']}")
-            if (r.get(who) or {}).get("idle_before_resync") is False:
-                notes.append(
-                    f"{scen}/{who}: Ansible still ran when the memory with N CRs was taken and the "
-                    "resync window opened (follow-up runs): those figures include them"
-                )
-            if (r.get(who) or {}).get("period_capped"):
-                notes.append(
-                    f"{scen}/{who}: its probe asked for a longer period than the greatest "
-                    f"({r[who].get('period_s'):.0f} s): it may not be quiet when the resync "
-                    "comes due"
-                )
-            if (r.get(who) or {}).get("resync_sampled"):
-                notes.append(
-                    f"{scen}/{who}: the resync's first {r[who].get('resync_runs')} runs were "
-                    "measured; its CPU per full resync is extrapolated to N"
-                )
-            if (r.get(who) or {}).get("quiet_before_resync") is False:
-                notes.append(
-                    f"{scen}/{who}: not quiet before the resync came due (follow-up runs "
-                    "or a short period): the resync figures include those runs"
-                )
-            if (r.get(who) or {}).get("settled") is False:
-                notes.append(f"{scen}/{who}: not quiet within 300 s after all were Successful")
-    if notes:
-        lines += ["", *notes]
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- main

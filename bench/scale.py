@@ -21,16 +21,12 @@ from __future__ import annotations
 
 import time
 
-from .common import (
-    PERIOD_ANNOTATION,
-    DidNotFinish,
-    MiB,
-    Session,
-    create_periodic,
-    wait_quiet,
-)
+from .crs import PERIOD_ANNOTATION
 from .fairness import choose_period
+from .harness import DidNotFinish, MiB
+from .operators import wait_quiet
 from .proctree import Sample
+from .session import Session, create_periodic
 
 QUIET_CAP_S = 300.0
 PROBE_PERIOD = "24h"  # the probe CRs are deleted long before this

@@ -30,20 +30,11 @@ from kubernetes import client
 
 from runner.control.shards import LABEL, rendezvous
 
-from .common import (
-    BENCH,
-    GROUP,
-    PLURAL,
-    REPO,
-    VERSION,
-    Cluster,
-    DidNotFinish,
-    OperatorSpec,
-    RunningOperator,
-    Tracker,
-    log,
-)
+from .cluster import Cluster
+from .crs import GROUP, PLURAL, VERSION, Tracker
 from .delayserver import DelayServer
+from .harness import BENCH, REPO, DidNotFinish, log
+from .operators import OperatorSpec, RunningOperator
 
 REPLICAS = (1, 2, 4)
 DELAY_S = 2.0

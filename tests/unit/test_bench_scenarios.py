@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import fairness, sharding
-from bench.run import table
+from bench.results import table
 from runner.control.shards import rendezvous
 
 
