@@ -33,14 +33,15 @@ import statistics
 import sys
 import tempfile
 import uuid
+from functools import partial
 from pathlib import Path
 
 import yaml
 from kubernetes import client, config
 
-from .reconcile_cost import start_operator, wait
+from .harness import REPO, wait_until
+from .reconcile_cost import start_operator
 
-REPO = Path(__file__).resolve().parent.parent
 TICK = os.sysconf("SC_CLK_TCK")
 GROUP, VERSION, PLURAL = "swallowlab.com", "v1alpha1", "echoflasks"
 
@@ -131,6 +132,10 @@ def runs_done(log: Path) -> list[float]:
     return durations
 
 
+def more_runs_than(log: Path, count: int) -> bool:
+    return len(runs_done(log)) > count
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
@@ -171,10 +176,10 @@ def main() -> int:
         }
         custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body)
         warmup = 4  # creation, the dependents it made, then steady resyncs
-        wait(
+        wait_until(
             lambda: proc.poll() is not None or len(runs_done(log)) >= warmup,
             300,
-            "the CR did not settle",
+            "the CR to settle",
         )
         if proc.poll() is not None:
             raise SystemExit(f"the operator exited: see {log}")
@@ -183,7 +188,7 @@ def main() -> int:
         last = None
         for _ in range(args.runs + 1):
             count = len(runs_done(log))
-            wait(lambda c=count: len(runs_done(log)) > c, 120, "no further run")
+            wait_until(partial(more_runs_than, log, count), 120, "a further run")
             snap = snapshot(proc.pid)  # between runs: the next starts >= 1 s later
             durations.append(runs_done(log)[-1])
             if last is not None:
@@ -191,7 +196,7 @@ def main() -> int:
             last = snap
         warm = memory(proc.pid)
         custom.delete_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "breakdown")
-        wait(lambda: not children(proc.pid), args.idle + 120, "the warm executors did not stop")
+        wait_until(lambda: not children(proc.pid), args.idle + 120, "the warm executors to stop")
         idle = memory(proc.pid)
     finally:
         proc.terminate()

@@ -16,6 +16,12 @@ from .crs import GROUP, KIND, PLURAL, VERSION, Tracker
 from .harness import REPO
 
 
+def established(ext: client.ApiextensionsV1Api, name: str) -> bool:
+    """The CRD `name` is Established (the API server serves its kind)."""
+    crd = ext.read_custom_resource_definition(name)
+    return any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or [])
+
+
 class Cluster:
     def __init__(self, kubeconfig: Path) -> None:
         self.kubeconfig = kubeconfig
@@ -47,10 +53,7 @@ class Cluster:
                     self.ext.create_custom_resource_definition(doc)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            crd = self.ext.read_custom_resource_definition(f"{PLURAL}.{GROUP}")
-            if any(
-                c.type == "Established" and c.status == "True" for c in crd.status.conditions or []
-            ):
+            if established(self.ext, f"{PLURAL}.{GROUP}"):
                 return
             time.sleep(0.2)
         raise SystemExit("bench: the EchoFlask CRD did not become Established")

@@ -4,6 +4,8 @@ scale, DidNotFinish and MiB."""
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -57,3 +59,14 @@ class DidNotFinish(Exception):
 
 
 MiB = 1024 * 1024
+
+
+def wait_until(
+    probe: Callable[[], object], timeout: float, what: str, interval: float = 0.05
+) -> None:
+    """Returns once `probe()` is true; TimeoutError naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not probe():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)

@@ -23,9 +23,14 @@ import sys
 import tempfile
 import time
 import uuid
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client, config
+
+from .cluster import established
+from .harness import wait_until
 
 GROUP = "bench.operator-runner.dev"
 TASK = """---
@@ -66,34 +71,17 @@ CRD = {
 }
 
 
-def wait(probe, timeout: float, what: str, interval: float = 0.02):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
-
-
-def _kubectl_apply(api: client.ApiClient, obj: dict) -> None:  # type: ignore[type-arg]
+def _kubectl_apply(api: client.ApiClient, obj: dict[str, Any]) -> None:
     ext = client.ApiextensionsV1Api(api)
     try:
         ext.create_custom_resource_definition(obj)
     except client.exceptions.ApiException as err:
         if err.status != 409:
             raise
-
-    def established() -> bool:
-        crd = ext.read_custom_resource_definition(obj["metadata"]["name"])
-        return any(
-            c.type == "Established" and c.status == "True" for c in crd.status.conditions or []
-        )
-
-    wait(established, 30, "the CRD")
+    wait_until(partial(established, ext, obj["metadata"]["name"]), 30, "the CRD")
 
 
-def measure(kubeconfig: Path, work: Path, rounds: int = 5, timeout: float = 60.0) -> dict:  # type: ignore[type-arg]
+def measure(kubeconfig: Path, work: Path, rounds: int = 5, timeout: float = 60.0) -> dict[str, Any]:
     """Run the scenario; {"seconds": [...], "median": s, "reruns": n, "log": path}."""
     role = work / "roles" / "reload" / "tasks" / "main.yml"
     role.parent.mkdir(parents=True)
@@ -136,15 +124,18 @@ def measure(kubeconfig: Path, work: Path, rounds: int = 5, timeout: float = 60.0
             conditions = (obj.get("status") or {}).get("conditions") or []
             return any(c["type"] == "Successful" and c["status"] == "True" for c in conditions)
 
-        wait(lambda: value() == "v0", 120, "the first run")
-        wait(successful, 30, "Successful")
+        def holds(expected: str) -> bool:
+            return value() == expected
+
+        wait_until(partial(holds, "v0"), 120, "the first run", interval=0.02)
+        wait_until(successful, 30, "Successful", interval=0.02)
         for i in range(1, rounds + 1):
             time.sleep(1.5)  # apart from the previous round (rate limit, the run's own writes)
             started = time.monotonic()
             for _ in range(3):  # a burst of saves: one re-run
                 role.write_text(TASK.format(value=f"v{i}"))
                 time.sleep(0.05)
-            wait(lambda i=i: value() == f"v{i}", timeout, f"round {i}")
+            wait_until(partial(holds, f"v{i}"), timeout, f"round {i}", interval=0.02)
             seconds.append(time.monotonic() - started)
     finally:
         proc.send_signal(signal.SIGTERM)

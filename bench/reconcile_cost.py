@@ -21,12 +21,15 @@ import sys
 import tempfile
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
 
-HERE = Path(__file__).resolve().parent
+from .cluster import established
+from .harness import BENCH, wait_until
+
 GROUP = "cost.operator-runner.dev"
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -110,14 +113,6 @@ def successful(
     return False
 
 
-def wait(probe: Any, timeout: float, what: str = "condition not met") -> None:
-    deadline = time.monotonic() + timeout
-    while not probe():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.05)
-
-
 def start_operator(
     kubeconfig: str, ns: str, watches: Path, executor: str, work: Path, *extra: str
 ) -> subprocess.Popen[bytes]:
@@ -154,7 +149,7 @@ def measure(kubeconfig: str, executor: str, runs: int, crs: int) -> dict[str, An
     core.create_namespace({"metadata": {"name": ns}})
     tmp = Path(tempfile.mkdtemp(prefix="cost-"))
     proc = start_operator(
-        kubeconfig, ns, HERE / "watches-cost.yaml", executor, tmp, "--ansible-verbosity=0"
+        kubeconfig, ns, BENCH / "watches-cost.yaml", executor, tmp, "--ansible-verbosity=0"
     )
     result: dict[str, Any] = {"executor": executor}
     try:
@@ -175,14 +170,19 @@ def measure(kubeconfig: str, executor: str, runs: int, crs: int) -> dict[str, An
                     "spec": {"value": "0"},
                 },
             )
-            wait(lambda p=plural, n=name: successful(custom, ns, p, n, 1), 120)  # warms up
+            warmed = partial(successful, custom, ns, plural, name, 1)
+            wait_until(warmed, 120, f"{name} Successful")  # warms up
             walls, cpu_before = [], cpu_seconds(proc.pid)
             for i in range(1, runs + 1):
                 start = time.monotonic()
                 custom.patch_namespaced_custom_object(
                     GROUP, "v1", ns, plural, name, {"spec": {"value": str(i)}}
                 )
-                wait(lambda i=i, p=plural, n=name: successful(custom, ns, p, n, i + 1), 120)
+                wait_until(
+                    partial(successful, custom, ns, plural, name, i + 1),
+                    120,
+                    f"{name} Successful at generation {i + 1}",
+                )
                 walls.append(time.monotonic() - start)
             cpu = (cpu_seconds(proc.pid) - cpu_before) / runs
             result[kind] = {
@@ -203,7 +203,8 @@ def measure(kubeconfig: str, executor: str, runs: int, crs: int) -> dict[str, An
                 },
             )
         for i in range(crs):
-            wait(lambda i=i: successful(custom, ns, "trivials", f"m-{i}", 1), 600)
+            done = partial(successful, custom, ns, "trivials", f"m-{i}", 1)
+            wait_until(done, 600, f"m-{i} Successful")
         result[f"rss_{crs}_crs_mb"] = round(rss_mb(proc.pid), 1)
     finally:
         proc.terminate()
@@ -229,13 +230,7 @@ def main() -> int:
                 raise
     for kind in ("Trivial", "Five"):
         name = f"{kind.lower()}s.{GROUP}"
-        wait(
-            lambda name=name: any(
-                c.type == "Established" and c.status == "True"
-                for c in ext.read_custom_resource_definition(name).status.conditions or []
-            ),
-            60,
-        )
+        wait_until(partial(established, ext, name), 60, f"the CRD {name} Established")
     rows = [
         measure(args.kubeconfig, executor, args.runs, args.crs) for executor in ("warm", "plain")
     ]
