@@ -42,6 +42,9 @@ def _children() -> list[int]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     out = None
     if argv[:1] == ["--rusage-out"]:
         out, argv = argv[1], argv[2:]
