@@ -12,7 +12,9 @@ of its own, valid for that run only. The proxy
   creates (a POST, or a PUT, patch or apply that the API server answers 201 Created), when
   owner injection is on, as operator-sdk does; with `adopt` (`--owner-ref-on-update`) to
   every object written (replace, patch, apply of objects that existed before too);
-- reports what kinds were written so that the operator watches them.
+- reports what kinds were written so that the operator watches them;
+- collects the values of the Secrets a run reads or writes (`secretdata`), which the
+  operator then masks in what it says about the run (runner/util/redact.py).
 
 With `read_only` (the admission webhooks' roles, which must change nothing while the API server
 waits for their answer, dry-run requests included) it forwards reads only (GET, HEAD; watches
@@ -36,7 +38,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from runner.dependents import datastrings
+from runner.dependents import datastrings, secretdata
 from runner.dependents.ownership import (
     Owner,
     RequestInfo,
@@ -49,6 +51,7 @@ from runner.kube import reachability
 from runner.kube.client import JSON_PATCH, AsyncUpstream
 from runner.kube.reachability import is_connection_error, summary
 from runner.util import tempdirs
+from runner.util.redact import SecretValues
 
 log = logging.getLogger("runner.proxy")
 
@@ -136,6 +139,7 @@ class Proxy:
         self.host = host
         self.url = ""
         self._owners: dict[str, Owner] = {}
+        self._secrets: dict[str, SecretValues] = {}
         self._runner: web.AppRunner | None = None
         self._kubeconfigs = tempdirs.private_dir(KUBECONFIGS_DIR_PREFIX)
 
@@ -163,19 +167,23 @@ class Proxy:
             await self._runner.cleanup()
         shutil.rmtree(self._kubeconfigs, ignore_errors=True)
 
-    def register(self, owner: Owner) -> str:
+    def register(self, owner: Owner, values: SecretValues | None = None) -> str:
         token = secrets.token_urlsafe(32)
         self._owners[token] = owner
+        if values is not None:
+            self._secrets[token] = values
         return token
 
     def unregister(self, token: str) -> None:
         self._owners.pop(token, None)
+        self._secrets.pop(token, None)
 
     @contextmanager
-    def run_env(self, owner: Owner) -> Iterator[dict[str, str]]:
+    def run_env(self, owner: Owner, values: SecretValues | None = None) -> Iterator[dict[str, str]]:
         """The environment of one run: a kubeconfig (0600, outside the artifacts) that reaches
-        the API through this proxy with a token valid until the run ends."""
-        token = self.register(owner)
+        the API through this proxy with a token valid until the run ends; the values of the
+        Secrets the run reads or writes are added to `values`."""
+        token = self.register(owner, values)
         path = self._kubeconfigs / f"{secrets.token_hex(8)}.json"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -204,6 +212,9 @@ class Proxy:
             return await self._websocket(request)
         info = parse_path(request.path)
         body = await request.read()
+        values = self._values(request) if secretdata.is_secrets_path(request.path) else None
+        if values is not None:
+            secretdata.collect_request(body, request.content_type, values)
         if applies(request.method, info) and _is_json(request):
             body = datastrings.fix_body(info, body)  # ansible-core 2.19's typed templates
         writes = self.inject and applies(request.method, info) and _is_json(request)
@@ -237,16 +248,16 @@ class Proxy:
                 # existed before (the role's or someone else's) is left as it was, unless adopt
                 created = request.method == "POST" or upstream.status == 201
                 mark_it = writes and (created or self.adopt)
-                return await self._after_write(request, upstream, info, owner, mark_it)
-            return await _relay(request, upstream)
+                return await self._after_write(request, upstream, info, owner, mark_it, values)
+            return await _relay(request, upstream, values)
         finally:
             upstream.release()
 
     def _owner(self, request: web.Request) -> Owner | None:
-        auth = request.headers.get("Authorization", "")
-        if not auth.startswith("Bearer "):
-            return None
-        return self._owners.get(auth[len("Bearer ") :].strip())
+        return self._owners.get(_token(request))
+
+    def _values(self, request: web.Request) -> SecretValues | None:
+        return self._secrets.get(_token(request))
 
     async def _after_write(
         self,
@@ -255,6 +266,7 @@ class Proxy:
         info: RequestInfo,
         owner: Owner,
         inject: bool,
+        values: SecretValues | None,
     ) -> web.StreamResponse:
         """Add the owner where the write did not (patches, apply), then report the kind."""
         raw = await upstream.read()
@@ -262,6 +274,8 @@ class Proxy:
             obj = json.loads(raw)
         except ValueError:
             return _bytes(upstream, raw)
+        if values is not None:
+            secretdata.collect(obj, values)
         dry_run = "dryRun" in request.query
         if inject and not dry_run and isinstance(obj, dict) and obj.get("metadata"):
             obj, raw = await self._fixup(info, obj, owner, raw)
@@ -323,6 +337,11 @@ class Proxy:
             return local
 
 
+def _token(request: web.Request) -> str:
+    auth = request.headers.get("Authorization", "")
+    return auth[len("Bearer ") :].strip() if auth.startswith("Bearer ") else ""
+
+
 def _is_json(request: web.Request) -> bool:
     """A JSON body: its Content-Type says so, or a create or replace says none, which the API
     server reads as JSON (the kubernetes client 37 sends no Content-Type on create)."""
@@ -357,11 +376,21 @@ def _bytes(upstream: aiohttp.ClientResponse, raw: bytes) -> web.Response:
     return web.Response(status=upstream.status, body=raw, headers=_response_headers(upstream))
 
 
-async def _relay(request: web.Request, upstream: aiohttp.ClientResponse) -> web.StreamResponse:
+async def _relay(
+    request: web.Request, upstream: aiohttp.ClientResponse, values: SecretValues | None = None
+) -> web.StreamResponse:
+    """Stream the answer to the role; one about Secrets is read on its way (`values`)."""
+    scanner = secretdata.StreamScanner(values) if values is not None else None
     response = web.StreamResponse(status=upstream.status, headers=_response_headers(upstream))
     await response.prepare(request)
-    async for chunk in upstream.content.iter_any():
-        await response.write(chunk)
+    try:
+        async for chunk in upstream.content.iter_any():
+            if scanner is not None:
+                scanner.feed(chunk)
+            await response.write(chunk)
+    finally:
+        if scanner is not None:
+            scanner.close()
     await response.write_eof()
     return response
 
