@@ -120,8 +120,11 @@ _TASK_OUTCOMES = {
 }
 
 
-def _log_event(event: Mapping[str, Any], mode: LogEvents, extra: Mapping[str, Any]) -> None:
-    """One log line per task result (Tasks), or per job event (Everything)."""
+def _log_event(event: Mapping[str, Any], request: RunRequest) -> None:
+    """One log line per task result (Tasks), or per job event (Everything): the event's kind
+    and its task's name (which a template may have filled with a secret: masked), never its
+    result."""
+    mode, extra, redact = request.log_events, request.log_extra, request.secrets.redact
     if mode is LogEvents.NOTHING:
         return
     kind = str(event.get("event", ""))
@@ -130,9 +133,10 @@ def _log_event(event: Mapping[str, Any], mode: LogEvents, extra: Mapping[str, An
     fields = {**extra, "ansible_event": kind}
     if outcome is None:
         if mode is LogEvents.EVERYTHING:
-            log.info("%s %s", kind, data.get("task") or data.get("playbook") or "", extra=fields)
+            name = str(data.get("task") or data.get("playbook") or "")
+            log.info("%s %s", kind, redact(name), extra=fields)
         return
-    task = data.get("task", "")
+    task = redact(str(data.get("task", "")))
     if outcome == "failed" and data.get("ignore_errors"):
         outcome = "failed (ignored)"
     elif outcome == "ok" and (data.get("res") or {}).get("changed"):
@@ -330,7 +334,7 @@ class Executor:
 
         def on_event(event: Mapping[str, Any]) -> bool:
             apply_event(summary, event)
-            _log_event(event, request.log_events, request.log_extra)
+            _log_event(event, request)
             return True
 
         cancel: Callable[[], bool] = self._cancel.is_set
@@ -357,7 +361,8 @@ class Executor:
         artifacts.finish_run(private, request.ident, request.rotate)
         tail = ""
         if not summary.finished or runner.status != "successful":
-            tail = _tail(runner)
+            tail = request.secrets.redact(_tail(runner))
+        summary.failures = [request.secrets.redact(m) for m in summary.failures]
         return RunResult(status=runner.status, rc=runner.rc, summary=summary, stdout_tail=tail)
 
 

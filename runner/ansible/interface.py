@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from runner.ansible.results import RunSummary
+from runner.util.redact import SecretValues
 
 
 class LogEvents(enum.Enum):
@@ -37,6 +38,9 @@ class RunRequest:
     log_events: LogEvents = LogEvents.TASKS
     log_extra: Mapping[str, Any] = field(default_factory=dict)
     echo: bool = False  # Ansible's own output (tasks, diffs) to our stdout as well
+    # the values the run must not show (the proxy adds the Secrets the run reads or writes);
+    # the executor masks them in its log lines, the failures and the output's tail
+    secrets: SecretValues = field(default_factory=SecretValues)
 
 
 @dataclass

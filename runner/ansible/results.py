@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.util.durations import parse_period
+from runner.util.redact import mask_secret_objects, mask_secret_text
 
 REQUEUE_ACTIONS = frozenset(
     {"requeue_after", "operator_sdk.util.requeue_after", "runner.requeue_after"}
@@ -120,23 +121,26 @@ def displayed_result(stdout: str) -> Mapping[str, Any]:
 
 def failure_message(event_data: Mapping[str, Any], stdout: str = "") -> str:
     """`<task>: <what went wrong>` for a failed task, as terse as Ansible's own output: the
-    task's `msg` (for a command, followed by the end of its stderr), bounded."""
+    task's `msg` (for a command, followed by the end of its stderr), bounded; a `no_log`
+    task's, Ansible's own word that its output is hidden. A Secret written out in the result
+    has its values masked (runner/util/redact.py)."""
     task = str(event_data.get("task") or event_data.get("task_action") or "task")
     res = event_data.get("res") or {}
     if not res and stdout:
         res = displayed_result(stdout)
     detail = ""
     if isinstance(res, Mapping):
+        res = mask_secret_objects(res)
         items = [r for r in res.get("results") or [] if isinstance(r, Mapping) and r.get("failed")]
         if items and res.get("msg") in (None, "", LOOP_FAILED):
             # a loop: Ansible's own msg says only that items failed; theirs say why
-            detail = _head("; ".join(str(r.get("msg", "failed")) for r in items))
-        for key in ("msg", "stderr", "module_stderr", "exception"):
+            detail = _head(mask_secret_text("; ".join(str(r.get("msg", "failed")) for r in items)))
+        for key in ("msg", "stderr", "module_stderr", "exception", "censored"):
             value = res.get(key)
             if value and not detail:
-                detail = _head(_readable(str(value).strip()))
+                detail = _head(mask_secret_text(_readable(str(value).strip())))
                 break
-        stderr = str(res.get("stderr") or "").strip()
+        stderr = mask_secret_text(str(res.get("stderr") or "").strip())
         if res.get("msg") and "rc" in res and stderr and stderr not in detail:
             # a command's msg says only "non-zero return code": its reason is in stderr
             detail += ": " + _tail(stderr, MAX_DETAIL)

@@ -39,6 +39,7 @@ from runner.reconcile.ansible_result import AnsibleResult
 from runner.reconcile.interface import Outcome
 from runner.reconcile.recorder import EventRecorder
 from runner.util.logs import cr_fields
+from runner.util.redact import SecretValues
 from runner.watches import Watch
 
 log = logging.getLogger("runner.reconcile")
@@ -65,6 +66,8 @@ class _Run:
     given: bool = False  # the object came with the call (a file), in check mode
     result: RunResult | None = None
     error: str = ""
+    # what the run must not show: masked in its log lines, its condition and its Events
+    secrets: SecretValues = field(default_factory=SecretValues)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -90,7 +93,9 @@ def cr_env(ref: ObjectRef, unsaved: bool = False) -> dict[str, str]:
 class RunAccess(Protocol):
     """How a run reaches the API: runner.dependents.proxy.Proxy (a kubeconfig per run)."""
 
-    def run_env(self, owner: Owner) -> AbstractContextManager[dict[str, str]]: ...
+    def run_env(
+        self, owner: Owner, values: SecretValues | None = None
+    ) -> AbstractContextManager[dict[str, str]]: ...
 
 
 class Reconciler:
@@ -171,18 +176,20 @@ class Reconciler:
         if now_obj is None:
             self.artifacts.remove(ref)
             return Outcome(forget=True, detail="gone after the run")
+        redact = run.secrets.redact
         if not summary.finished:
-            message = (
+            message = redact(
                 f"the Ansible run ended without a result (ansible-runner status {result.status}, "
                 f"rc {result.rc}); last output: {result.stdout_tail or '(none)'}"
             )
             await self._report_error(ref, now_obj, message)
             return Outcome(failed=True, detail=message, errored=True)
         if summary.failures or result.status != "successful":
-            await self._report_failure(ref, now_obj, result, run.finalizing)
+            messages = [redact(m) for m in summary.failures]
+            await self._report_failure(ref, now_obj, result, messages, run.finalizing)
             return Outcome(
                 failed=True,
-                detail="; ".join(summary.failures),
+                detail="; ".join(messages),
                 failed_tasks=len(summary.failures),
             )
 
@@ -221,7 +228,7 @@ class Reconciler:
         cmdline = self.options.ansible_args
         if self.options.check and "--check" not in cmdline and "-C" not in cmdline:
             cmdline = (*cmdline, "--check")
-        with self._credentials(run.obj) as credentials:
+        with self._credentials(run.obj, run.secrets) as credentials:
             request = RunRequest(
                 private_dir=private,
                 ident=ident,
@@ -234,6 +241,7 @@ class Reconciler:
                 log_events=self.options.log_events,
                 log_extra=cr_log_fields(ref),
                 echo=self.options.echo,
+                secrets=run.secrets,
             )
             result = await self.executor.run(request)
         # A run that changed nothing and succeeded (an idle resync) is logged at debug.
@@ -248,13 +256,14 @@ class Reconciler:
             extra={**cr_log_fields(ref), "artifacts": str(private / "artifacts" / ident)},
         )
         if self.options.debug_logs:
-            self._log_output(ref, private / "artifacts" / ident / "stdout")
+            self._log_output(ref, private / "artifacts" / ident / "stdout", run.secrets)
         return result
 
-    def _log_output(self, ref: ObjectRef, stdout: Path) -> None:
-        """ANSIBLE_DEBUG_LOGS: the run's whole output to the log, as operator-sdk prints it."""
+    def _log_output(self, ref: ObjectRef, stdout: Path, secrets: SecretValues) -> None:
+        """ANSIBLE_DEBUG_LOGS: the run's whole output to the log, as operator-sdk prints it,
+        with the run's secrets masked."""
         try:
-            text = stdout.read_text(encoding="utf-8", errors="replace").strip()
+            text = secrets.redact(stdout.read_text(encoding="utf-8", errors="replace").strip())
         except OSError:
             return
         if text:
@@ -263,12 +272,15 @@ class Reconciler:
             title += f"{ref.namespace or ''})"
             log.info("\n----- %s -----\n\n%s\n\n----------", title, text, extra=cr_log_fields(ref))
 
-    def _credentials(self, obj: Mapping[str, Any]) -> AbstractContextManager[dict[str, str]]:
+    def _credentials(
+        self, obj: Mapping[str, Any], secrets: SecretValues
+    ) -> AbstractContextManager[dict[str, str]]:
         """How the run reaches the API: through the proxy (owner injection, dependent
-        watches), or, without one, with the operator's own environment."""
+        watches, the Secrets it reads or writes collected into `secrets`), or, without one,
+        with the operator's own environment."""
         if self.proxy is None:
             return nullcontext({})
-        return self.proxy.run_env(owner_of(obj))
+        return self.proxy.run_env(owner_of(obj), secrets)
 
     def _playbook(self, private: Path, finalizing: bool) -> Path:
         """The playbook of a run: the watch's (or finalizer's), or one that runs its role."""
@@ -289,10 +301,16 @@ class Reconciler:
     # -- reporting --------------------------------------------------------------------------
 
     async def _report_failure(
-        self, ref: ObjectRef, obj: dict[str, Any], result: RunResult, finalizing: bool
+        self,
+        ref: ObjectRef,
+        obj: dict[str, Any],
+        result: RunResult,
+        messages: list[str],
+        finalizing: bool,
     ) -> None:
+        """The failed tasks' `messages` (masked already) in the log, the condition, an Event."""
         summary = result.summary
-        messages = summary.failures or [f"ansible-runner status {result.status}"]
+        messages = messages or [f"ansible-runner status {result.status}"]
         what = "finalizer" if finalizing else "reconciliation"
         log.warning("%s failed: %s", what, "; ".join(messages), extra=cr_log_fields(ref))
         await self._write_status(

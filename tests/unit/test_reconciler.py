@@ -311,20 +311,43 @@ def test_task_lines_ok_and_skipped_at_debug_changed_and_failed_at_info(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     from runner.ansible.executor import _log_event
-    from runner.ansible.interface import LogEvents
+    from runner.util.redact import SecretValues
 
     events = [
         ("runner_on_ok", {"task": "a", "res": {"changed": False}}),
         ("runner_on_skipped", {"task": "b"}),
         ("runner_on_ok", {"task": "c", "res": {"changed": True}}),
-        ("runner_on_failed", {"task": "d"}),
+        ("runner_on_failed", {"task": "d with hunter22"}),
     ]
+    request = RunRequest(Path("."), "1", Path("p.yml"), "{}", secrets=SecretValues(["hunter22"]))
     with caplog.at_level("DEBUG", logger="runner.executor"):
         for kind, data in events:
-            _log_event({"event": kind, "event_data": data}, LogEvents.TASKS, {})
+            _log_event({"event": kind, "event_data": data}, request)
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("DEBUG", "task ok: a"),
         ("DEBUG", "task skipped: b"),
         ("INFO", "task changed: c"),
-        ("WARNING", "task failed: d"),
+        ("WARNING", "task failed: d with ********"),  # a task name templated with a secret
     ]
+
+
+class SecretRuns(FakeRuns):
+    """A run that read a Secret (the proxy adds its values to the request's) and failed
+    quoting it."""
+
+    async def run(self, request: RunRequest) -> RunResult:
+        request.secrets.add_secret({"kind": "Secret", "stringData": {"pw": "hunter22"}})
+        return await super().run(request)
+
+
+def test_the_secrets_a_run_saw_are_masked_in_its_condition_event_and_outcome(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    api, runs = FakeApi(), SecretRuns(failure("use it: bad password hunter22"))
+    api.put(REF, echo())
+    outcome = reconcile(reconciler(tmp_path, api, runs))
+    masked = "use it: bad password ********"
+    assert condition(api.get(REF), "Failure")["message"] == masked
+    assert events(api)[-1]["message"] == masked
+    assert outcome.detail == masked
+    assert "hunter22" not in caplog.text and masked in caplog.text
