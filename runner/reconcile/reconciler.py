@@ -17,6 +17,7 @@ may be given (a CR from a file that is not in the cluster).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -256,7 +257,9 @@ class Reconciler:
             extra={**cr_log_fields(ref), "artifacts": str(private / "artifacts" / ident)},
         )
         if self.options.debug_logs:
-            self._log_output(ref, private / "artifacts" / ident / "stdout", run.secrets)
+            # read and masked off the event loop: a long output with many values takes a while
+            stdout = private / "artifacts" / ident / "stdout"
+            await asyncio.to_thread(self._log_output, ref, stdout, run.secrets)
         return result
 
     def _log_output(self, ref: ObjectRef, stdout: Path, secrets: SecretValues) -> None:

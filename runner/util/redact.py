@@ -99,6 +99,34 @@ def mask_secret_text(text: str) -> str:
     return _DATA_MAPPING.sub(values, text)
 
 
+def trie_pattern(words: Iterable[str]) -> str:
+    """One regular expression that matches any of `words`, the longest where several match
+    at one place, built as a trie (`pass(?:word)?`): a text is read once whatever the number
+    of words, where an alternation of hundreds of values tries each of them at each place."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    return _node_pattern(trie)
+
+
+def _node_pattern(node: dict[str, Any]) -> str:
+    chain = ""
+    while len(node) == 1 and "" not in node:  # a run of single characters: no group
+        [(char, node)] = node.items()
+        chain += re.escape(char)
+    branches = [re.escape(c) + _node_pattern(child) for c, child in sorted(node.items()) if c]
+    if not branches:
+        return chain
+    group = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+    if "" in node:  # a word ends here: the longer ones are tried first (greedy)
+        group = group if len(branches) == 1 and len(group) == 1 else f"(?:{group})"
+        return chain + group + "?"
+    return chain + group
+
+
 class SecretValues:
     """The values one run must not show. The proxy adds (on the event loop) while the
     executor's thread redacts its log lines: a lock keeps the two apart."""
@@ -130,8 +158,7 @@ class SecretValues:
     def _compiled(self) -> re.Pattern[str] | None:
         with self._lock:
             if self._pattern is None and self._forms:
-                ordered = sorted(self._forms, key=len, reverse=True)  # longest first
-                self._pattern = re.compile("|".join(re.escape(f) for f in ordered))
+                self._pattern = re.compile(trie_pattern(self._forms))
             return self._pattern
 
     def redact(self, text: str) -> str:

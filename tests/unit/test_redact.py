@@ -185,3 +185,10 @@ def test_a_document_on_several_lines_is_read_at_the_end() -> None:
     )
     scanner.close()
     assert values.redact("pretty-value") == MASK
+
+
+def test_values_with_regex_characters_and_shared_prefixes_are_matched_literally() -> None:
+    values = SecretValues(["a.b*c", "a.b*", "abcd", "abce", "(x|y)+"])
+    assert values.redact("a.b*c a.b* axb* abcd abce abc (x|y)+ xy") == (
+        f"{MASK} {MASK} axb* {MASK} {MASK} abc {MASK} xy"
+    )
