@@ -25,7 +25,6 @@ KINDS = ("Owner", "Secretive", "Neighbour")
 
 class Env(kit.Env):
     other = ""  # a second namespace, not watched
-    executor = "warm"
 
     @property
     def heals_within(self) -> float:
@@ -50,7 +49,6 @@ def env(
             install_crd(api, crd(GROUP, kind))
         environment = Env(cluster, api, ns, tmp, group=GROUP, watches=WATCHES)
         environment.other = other
-        environment.executor = request.param
         try:
             environment.start(args=(f"--executor={request.param}",))
             yield environment
@@ -192,7 +190,9 @@ def test_status_only_change_of_a_dependent_does_not_reconcile(env: Env) -> None:
     )
     wait_for(lambda: len(changes()) > before, timeout=10, what="the label change to be seen")
     assert len(changes()) == before + 1, changes()
-    wait_for(lambda: _run_finished(env, "quiet"), timeout=30, what="the run to finish")
+    wait_for(
+        lambda: _run_finished(env, "quiet"), timeout=6 * env.heals_within, what="the run to finish"
+    )
 
 
 def _run_finished(env: Env, name: str) -> bool:
@@ -215,7 +215,7 @@ def test_cross_namespace_object_gets_annotations_and_triggers(env: Env, kind: st
     env.core.patch_namespaced_config_map(name, env.other, {"data": {"value": "changed"}})
     wait_for(
         lambda: env.config_map(name, env.other).data["value"] == "one",  # type: ignore[union-attr]
-        timeout=10,
+        timeout=2 * env.heals_within,
         what="the owner's reconcile to restore the far ConfigMap",
     )
 

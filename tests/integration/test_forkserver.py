@@ -46,7 +46,7 @@ def module_server(tmp_path: Path) -> Iterator[Path]:
         yield sock
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)  # its exit handlers run first; slow only on a loaded machine
 
 
 def _client(tmp_path: Path, fallback: list[str]) -> Path:

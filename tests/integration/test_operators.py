@@ -50,8 +50,6 @@ def deadline(env: Env) -> float:
 class Env(kit.Env):
     """The project's operators (watches.yaml) watching one namespace."""
 
-    executor = "warm"
-
     def nodes_match_pods(self, name: str, size: int, image: str | None = None) -> list[str] | None:
         """status.nodes when it lists exactly the `size` Running Pods of EchoFlask `name`."""
         obj = self.get(FLASK, name)
@@ -106,7 +104,6 @@ def env(
     tmp = tmp_path_factory.mktemp("operators")
     with cluster.api_client() as api, temporary_namespace(cluster, "ops") as namespace:
         environment = Env(cluster, api, namespace, tmp, watches=WATCHES)
-        environment.executor = request.param
         try:
             environment.start(args=(f"--executor={request.param}",))
             yield environment

@@ -301,7 +301,8 @@ def test_max_runner_artifacts_zero_keeps_every_run(env: Env) -> None:
     )
     wait_for(
         lambda: len(_artifact_runs(env.op.artifacts, "Requeue", env.ns, "keep")) >= 22,
-        timeout=90,
+        # a plain run costs ten times the CPU of a warm one (bench/README.md): 22 of them
+        timeout=90 if env.executor == "warm" else 360,
         what="22 runs kept (the default keeps 20)",
     )
     env.delete("Requeue", "keep")

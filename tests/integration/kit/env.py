@@ -94,6 +94,12 @@ class Env:
         self._start_args = {"namespaces": namespaces, "args": args, "env": env}
         return self._start()
 
+    @property
+    def executor(self) -> str:
+        """The executor the operator was started with: "plain" with `--executor=plain`, else
+        "warm" (the default)."""
+        return "plain" if "--executor=plain" in self._start_args.get("args", ()) else "warm"
+
     def _start(self) -> RunningOperator:
         self._starts += 1
         tmp = self.tmp / f"operator-{self._starts}"
