@@ -22,7 +22,8 @@
 #      it runs on, the unit tests of what uses Ansible, and the integration tests marked `lines`
 #      (what a line can change: conditions, extra vars, finalizers, dependents, k8s_status,
 #      roles written for older lines; warm and plain executors) on the lines of LINES_FULL
-#      (default: every line), tests/integration/test_line_compat.py alone on the others.
+#      (default 2.15 2.21: the oldest and the newest, one of each set of warm patches beside the
+#      default line), tests/integration/test_line_compat.py alone on the others.
 #      LINES="2.15 2.21" picks some lines; LINES=none, none.
 #
 # Arguments are passed to pytest (e.g. hack/test.sh -k reconcile).
@@ -42,7 +43,7 @@ export ANSIBLE_CORE=$LINE VENV
 # Most integration tests wait on the API server, a Lease or a role, so two overlap well even
 # on 2 CPUs. PYTEST_WORKERS=0 runs them in one process.
 PYTEST_WORKERS=${PYTEST_WORKERS:-2}
-LINES_FULL=${LINES_FULL:-$(hack/lines.sh list | tr '\n' ' ')}
+LINES_FULL=${LINES_FULL:-2.15 2.21}
 export LINES_FULL
 OTHERS_LOG=.venv-others.log
 LINES_LOG=.venv-lines.log
@@ -119,7 +120,7 @@ line_unit_tests() {
 }
 
 # one_line LINE: its virtualenv, unit tests, and integration tests: every one marked `lines` on
-# the lines of LINES_FULL (default: every line; LINES_FULL="2.15 2.21" narrows it),
+# the lines of LINES_FULL (default 2.15 2.21; LINES_FULL="$(hack/lines.sh list)" for every one),
 # tests/integration/test_line_compat.py on the others. Fails with what failed in $line_failure.
 one_line() {
   local line=$1 python venv start=$SECONDS unit=0 integration=0 t0 t1 selected=(-m lines) tests
