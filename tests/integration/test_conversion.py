@@ -1,5 +1,5 @@
 """Conversion against the real API server: kinds that serve two versions (v1alpha1 `spec.size`,
-stored and watched; v1beta1 `spec.replicas`), whose CRDs the operator points at its `/convert`
+stored and watched; v1alpha0 `spec.replicas`), whose CRDs the operator points at its `/convert`
 (a url on 127.0.0.1, as under `make run`), converted by the seeds' convert role
 (roles/echoflask_convert), by a field map, and by a role that refuses some objects
 (tests/integration/project/watches-conversion.yaml).
@@ -35,7 +35,7 @@ KINDS = ("Flask", "Mapped", "Picky")
 
 
 def two_versions(kind: str) -> dict[str, Any]:
-    """The CRD of `kind`: v1alpha1 (spec.size, stored) and v1beta1 (spec.replicas), both served,
+    """The CRD of `kind`: v1alpha1 (spec.size, stored) and v1alpha0 (spec.replicas), both served,
     converted by a webhook that is not there until the operator writes its own."""
 
     def version(name: str, field: str, storage: bool) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def two_versions(kind: str) -> dict[str, Any]:
                     "clientConfig": {"url": "https://127.0.0.1:1/convert"},
                 },
             },
-            "versions": [version("v1alpha1", "size", True), version("v1beta1", "replicas", False)],
+            "versions": [version("v1alpha1", "size", True), version("v1alpha0", "replicas", False)],
         },
     }
 
@@ -229,41 +229,41 @@ def test_read_and_write_in_both_versions_with_the_seeds_role(kinds: Kinds) -> No
     kinds.create("Flask", "v1alpha1", "alpha", {"size": 3})
     alpha = kinds.reconciled("Flask", "alpha")
     assert alpha["status"]["nodes"] == ["alpha-0", "alpha-1", "alpha-2"]
-    beta = kinds.get("Flask", "v1beta1", "alpha")
-    assert beta["apiVersion"] == f"{GROUP}/v1beta1"
+    beta = kinds.get("Flask", "v1alpha0", "alpha")
+    assert beta["apiVersion"] == f"{GROUP}/v1alpha0"
     assert beta["spec"] == {"replicas": 3}
     assert beta["status"] == alpha["status"], "status is the same object's in both versions"
     assert beta["metadata"]["uid"] == alpha["metadata"]["uid"]
 
-    # written in v1beta1, stored (and reconciled) in v1alpha1
-    kinds.create("Flask", "v1beta1", "beta", {"replicas": 2})
+    # written in v1alpha0, stored (and reconciled) in v1alpha1
+    kinds.create("Flask", "v1alpha0", "beta", {"replicas": 2})
     assert kinds.reconciled("Flask", "beta")["spec"] == {"size": 2}
-    kinds.patch("Flask", "v1beta1", "alpha", {"replicas": 5})
+    kinds.patch("Flask", "v1alpha0", "alpha", {"replicas": 5})
     alpha = kinds.reconciled("Flask", "alpha")
     assert alpha["spec"] == {"size": 5}
     assert len(alpha["status"]["nodes"]) == 5
-    assert kinds.get("Flask", "v1beta1", "alpha")["status"]["nodes"] == alpha["status"]["nodes"]
+    assert kinds.get("Flask", "v1alpha0", "alpha")["status"]["nodes"] == alpha["status"]["nodes"]
 
 
 def test_a_field_map_converts_in_the_operator(kinds: Kinds) -> None:
-    kinds.create("Mapped", "v1beta1", "mapped", {"replicas": 4})
+    kinds.create("Mapped", "v1alpha0", "mapped", {"replicas": 4})
     assert kinds.reconciled("Mapped", "mapped")["spec"] == {"size": 4}
-    assert kinds.get("Mapped", "v1beta1", "mapped")["spec"] == {"replicas": 4}
+    assert kinds.get("Mapped", "v1alpha0", "mapped")["spec"] == {"replicas": 4}
 
 
 def test_many_objects(kinds: Kinds) -> None:
-    """The API server converts a list item by item (its watch cache of v1beta1 converts every
+    """The API server converts a list item by item (its watch cache of v1alpha0 converts every
     write); a review of many objects, as the API server sends it, is one run of the role."""
     for i in range(30):
         kinds.create("Flask", "v1alpha1", f"many-{i}", {"size": i % 4})
 
-    def listed_in_v1beta1() -> list[dict[str, Any]] | None:
-        """The 30 Flasks in v1beta1, once the API server's cache of v1beta1 has converted each
+    def listed_in_v1alpha0() -> list[dict[str, Any]] | None:
+        """The 30 Flasks in v1alpha0, once the API server's cache of v1alpha0 has converted each
         of the 30 writes (a role run each, one after the other: it may lag, answering 429
         "storage is (re)initializing" meanwhile)."""
         try:
             items = kinds.custom.list_namespaced_custom_object(
-                GROUP, "v1beta1", kinds.ns, "flasks"
+                GROUP, "v1alpha0", kinds.ns, "flasks"
             )["items"]
         except client.exceptions.ApiException as err:
             if err.status == 429:
@@ -272,7 +272,7 @@ def test_many_objects(kinds: Kinds) -> None:
         many = [o for o in items if o["metadata"]["name"].startswith("many-")]
         return many if len(many) == 30 else None
 
-    listed = wait_for(listed_in_v1beta1, timeout=120, what="30 Flasks listed in v1beta1")
+    listed = wait_for(listed_in_v1alpha0, timeout=120, what="30 Flasks listed in v1alpha0")
     assert {o["metadata"]["name"]: o["spec"] for o in listed} == {
         f"many-{i}": {"replicas": i % 4} for i in range(30)
     }
@@ -282,7 +282,7 @@ def test_many_objects(kinds: Kinds) -> None:
     review = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "ConversionReview",
-        "request": {"uid": "many", "desiredAPIVersion": f"{GROUP}/v1beta1", "objects": objects},
+        "request": {"uid": "many", "desiredAPIVersion": f"{GROUP}/v1alpha0", "objects": objects},
     }
     bundle = base64.b64decode(kinds.conversion("Flask")["webhook"]["clientConfig"]["caBundle"])
     started = time.monotonic()
@@ -301,21 +301,21 @@ def test_many_objects(kinds: Kinds) -> None:
     converted = response["convertedObjects"]
     assert [o["metadata"]["name"] for o in converted] == [f"copy-{i}" for i in range(100)]
     assert [o["spec"] for o in converted] == [{"replicas": o["spec"]["size"]} for o in objects]
-    assert {o["apiVersion"] for o in converted} == {f"{GROUP}/v1beta1"}
+    assert {o["apiVersion"] for o in converted} == {f"{GROUP}/v1alpha0"}
 
 
 def test_a_failed_conversion_says_why(kinds: Kinds) -> None:
     kinds.create("Picky", "v1alpha1", "even", {"size": 2})
     kinds.create("Picky", "v1alpha1", "odd", {"size": 3})
-    assert kinds.get("Picky", "v1beta1", "even")["spec"] == {"replicas": 2}
+    assert kinds.get("Picky", "v1alpha0", "even")["spec"] == {"replicas": 2}
     with pytest.raises(client.exceptions.ApiException) as refused:
-        kinds.get("Picky", "v1beta1", "odd")
+        kinds.get("Picky", "v1alpha0", "odd")
     message = json.loads(refused.value.body)["message"]
     assert message.startswith(
         f"conversion webhook for {GROUP}/v1alpha1, Kind=Picky failed: convert role "
         "picky_convert failed: Refuse odd sizes"
     ), message
-    assert "odd: an odd size (3) has no v1beta1 form" in message
+    assert "odd: an odd size (3) has no v1alpha0 form" in message
     assert kinds.reconciled("Picky", "odd")["spec"] == {"size": 3}, "the watched version works"
 
 
@@ -330,7 +330,7 @@ def test_with_the_operator_down_other_versions_fail_with_the_reason(kinds: Kinds
     assert kinds.get("Flask", "v1alpha1", "down")["spec"] == {"size": 1}
     kinds.patch("Flask", "v1alpha1", "down", {"size": 2})
     with pytest.raises(client.exceptions.ApiException) as refused:
-        kinds.get("Flask", "v1beta1", "down")
+        kinds.get("Flask", "v1alpha0", "down")
     message = json.loads(refused.value.body)["message"]
     assert message.startswith(f"conversion webhook for {GROUP}/v1alpha1, Kind=Flask failed: ")
     assert "connect: connection refused" in message and before["url"] in message
@@ -338,9 +338,9 @@ def test_with_the_operator_down_other_versions_fail_with_the_reason(kinds: Kinds
     after = kinds.conversion("Flask")["webhook"]["clientConfig"]
     assert after["caBundle"] != before["caBundle"], "make run's CA is new at every start"
     beta = wait_for(
-        lambda: (o := kinds.get("Flask", "v1beta1", "down"))["spec"] == {"replicas": 2} and o,
+        lambda: (o := kinds.get("Flask", "v1alpha0", "down"))["spec"] == {"replicas": 2} and o,
         timeout=30,
-        what="v1beta1 read again",
+        what="v1alpha0 read again",
     )
     assert beta["spec"] == {"replicas": 2}
 
@@ -377,7 +377,7 @@ def test_a_rotated_ca_is_written_into_the_crd(kinds: Kinds) -> None:
 
     wait_for(signed_by_the_new_ca, timeout=60, what="a serving certificate of the new CA")
     kinds.patch("Flask", "v1alpha1", "rotated", {"size": 4})
-    assert kinds.get("Flask", "v1beta1", "rotated")["spec"] == {"replicas": 4}
+    assert kinds.get("Flask", "v1alpha0", "rotated")["spec"] == {"replicas": 4}
 
 
 # -- without a cluster: the seeds' convert role through the real executor ----------------------
@@ -399,7 +399,7 @@ def test_the_seeds_convert_role_answers_a_review_of_both_versions_in_one_run(
     conversions = Conversions.of([watch], executor)
 
     def flask(i: int) -> dict[str, Any]:
-        version, field = ("v1alpha1", "size") if i % 2 else ("v1beta1", "replicas")
+        version, field = ("v1alpha1", "size") if i % 2 else ("v1alpha0", "replicas")
         return {
             "apiVersion": f"swallowlab.com/{version}",
             "kind": "EchoFlask",
@@ -418,7 +418,7 @@ def test_the_seeds_convert_role_answers_a_review_of_both_versions_in_one_run(
 
     try:
         objects = [flask(i) for i in range(20)]
-        to_beta = review("swallowlab.com/v1beta1", objects)
+        to_beta = review("swallowlab.com/v1alpha0", objects)
         assert to_beta["result"] == {"status": "Success"}, to_beta
         assert [o["spec"] for o in to_beta["convertedObjects"]] == [
             {"replicas": i, "image": "{{ lookup('pipe', 'id') }}"} for i in range(20)
@@ -428,7 +428,7 @@ def test_the_seeds_convert_role_answers_a_review_of_both_versions_in_one_run(
         assert [o["spec"]["size"] for o in to_alpha["convertedObjects"]] == list(range(20))
         unknown = review("swallowlab.com/v2", objects[:1])
         assert unknown["result"]["status"] == "Failure"
-        assert "cannot convert EchoFlask between v1beta1, v2" in unknown["result"]["message"]
+        assert "cannot convert EchoFlask between v1alpha0, v2" in unknown["result"]["message"]
     finally:
         conversions.close()
         executor.close()

@@ -187,22 +187,26 @@ def test_echoflask_sample_makes_deployment_service_and_status(env: Env) -> None:
         timeout=deadline(env),
         what="status.readyReplicas 3",
     )
-    # `kubectl get echoflask` reads v1beta1, the preferred version, which the operator converts
-    # (another test's operator, gone, may hold the CRD's conversion until ours looks again)
+    # `kubectl get echoflask` reads v1alpha1, the seed's (stored, preferred: v1alpha0 sorts
+    # below it); v1alpha0 is converted by the operator (another test's operator, gone, may hold
+    # the CRD's conversion until ours looks again)
+    table = env.cluster.kubectl("get", "echoflask", "-n", env.ns)
+    assert table.split()[:4] == ["NAME", "SIZE", "READY", "AGE"]
+    assert table.splitlines()[1].split()[:3] == ["example-echoflask", "3", "3"]
     table = wait_for(
-        lambda: env.cluster.kubectl("get", "echoflask", "-n", env.ns, check=False),
+        lambda: env.cluster.kubectl(
+            "get", "echoflasks.v1alpha0.swallowlab.com", "-n", env.ns, check=False
+        ),
         timeout=30,
-        what="kubectl get echoflask (v1beta1, converted by the operator)",
+        what="kubectl get echoflasks.v1alpha0 (converted by the operator)",
     )
     assert table.split()[:4] == ["NAME", "REPLICAS", "READY", "AGE"]
     assert table.splitlines()[1].split()[:3] == ["example-echoflask", "3", "3"]
-    table = env.cluster.kubectl("get", "echoflasks.v1alpha1.swallowlab.com", "-n", env.ns)
-    assert table.split()[:4] == ["NAME", "SIZE", "READY", "AGE"]
     assert "example-echoflask" in env.cluster.kubectl("get", "ef", "-n", env.ns, "-o", "name")
 
 
 def test_the_echoflask_sample_reads_the_same_in_both_versions(env: Env) -> None:
-    """v1alpha1 (the seed's, stored, watched) and v1beta1 (`replicas` for `size`): one object."""
+    """v1alpha1 (the seed's, stored, watched) and v1alpha0 (`replicas` for `size`): one object."""
     env.apply_sample("swallowlab_v1alpha1_echoflask.yaml")
     wait_for(
         lambda: env.nodes_match_pods("example-echoflask", 3),
@@ -228,9 +232,9 @@ def test_the_echoflask_sample_reads_the_same_in_both_versions(env: Env) -> None:
         obj: dict[str, Any] = json.loads(text)
         return obj
 
-    alpha, beta = read("v1alpha1"), read("v1beta1")
+    alpha, beta = read("v1alpha1"), read("v1alpha0")
     assert alpha["apiVersion"] == "swallowlab.com/v1alpha1" and alpha["spec"]["size"] == 3
-    assert beta["apiVersion"] == "swallowlab.com/v1beta1"
+    assert beta["apiVersion"] == "swallowlab.com/v1alpha0"
     assert beta["spec"] == {"replicas": 3, "image": DEFAULT_IMAGE}
     assert beta["status"]["nodes"] == alpha["status"]["nodes"]
     assert beta["metadata"]["uid"] == alpha["metadata"]["uid"]
