@@ -1,0 +1,85 @@
+"""The roles' proxy's HTTP relay: which headers pass each way, an answer streamed to the role
+(read on its way when it is about Secrets), WebSocket frames pumped, a Status answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from runner.dependents import secretdata
+from runner.util.redact import SecretValues
+
+_HOP_HEADERS = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "authorization",
+    "content-length",
+    "accept-encoding",
+}
+
+
+def _forward_headers(headers: Any) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in _HOP_HEADERS}
+
+
+def _response_headers(upstream: aiohttp.ClientResponse) -> dict[str, str]:
+    return {
+        k: v
+        for k, v in upstream.headers.items()
+        if k.lower() not in _HOP_HEADERS and k.lower() != "content-encoding"
+    }
+
+
+def _bytes(upstream: aiohttp.ClientResponse, raw: bytes) -> web.Response:
+    return web.Response(status=upstream.status, body=raw, headers=_response_headers(upstream))
+
+
+async def _relay(
+    request: web.Request, upstream: aiohttp.ClientResponse, values: SecretValues | None = None
+) -> web.StreamResponse:
+    """Stream the answer to the role; one about Secrets is read on its way (`values`)."""
+    scanner = secretdata.StreamScanner(values) if values is not None else None
+    response = web.StreamResponse(status=upstream.status, headers=_response_headers(upstream))
+    await response.prepare(request)
+    try:
+        async for chunk in upstream.content.iter_any():
+            if scanner is not None:
+                scanner.feed(chunk)
+            await response.write(chunk)
+    finally:
+        if scanner is not None:
+            scanner.close()
+    await response.write_eof()
+    return response
+
+
+async def _pump(source: Any, sink: Any) -> None:
+    async for message in source:
+        if message.type == aiohttp.WSMsgType.BINARY:
+            await sink.send_bytes(message.data)
+        elif message.type == aiohttp.WSMsgType.TEXT:
+            await sink.send_str(message.data)
+        else:
+            break
+    await sink.close()
+
+
+def _status(code: int, reason: str, message: str) -> web.Response:
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    return web.json_response(body, status=code)
