@@ -47,7 +47,7 @@ from runner.dependents.ownership import (
     mark,
     parse_path,
 )
-from runner.dependents.relay import _bytes, _forward_headers, _pump, _relay, _status
+from runner.dependents.relay import forward_headers, pump, relay, status_response, whole_response
 from runner.kube import reachability
 from runner.kube.client import JSON_PATCH, AsyncUpstream
 from runner.kube.reachability import is_connection_error, summary
@@ -185,16 +185,18 @@ class Proxy:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if not is_loopback(request.remote):
-            return _status(403, "Forbidden", "the operator's API proxy serves the loopback only")
+            return status_response(
+                403, "Forbidden", "the operator's API proxy serves the loopback only"
+            )
         owner = self._owner(request)
         if owner is None:
-            return _status(401, "Unauthorized", "unknown or expired run token")
+            return status_response(401, "Unauthorized", "unknown or expired run token")
         if self.read_only and (
             request.method not in _READS
             or request.headers.get("Upgrade", "").lower() == "websocket"
         ):
             message = READ_ONLY_MESSAGE.format(method=request.method, path=request.path)
-            return _status(403, "Forbidden", message)
+            return status_response(403, "Forbidden", message)
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return await self._websocket(request)
         info = parse_path(request.path)
@@ -208,7 +210,7 @@ class Proxy:
         marks_body = request.method == "POST" or (self.adopt and request.method == "PUT")
         if writes and marks_body and info is not None:
             body = _marked_body(body, info, owner)
-        headers = _forward_headers(request.headers)
+        headers = forward_headers(request.headers)
         headers.update(self.upstream.auth_headers())
         headers["Accept-Encoding"] = "identity"
         try:
@@ -226,7 +228,7 @@ class Proxy:
             if not is_connection_error(err):
                 raise
             reachability.API.failed(err, f"roles' proxy: {request.method} {request.path}")
-            return _status(
+            return status_response(
                 503, "ServiceUnavailable", f"the API server cannot be reached: {summary(err)}"
             )
         try:
@@ -236,7 +238,7 @@ class Proxy:
                 created = request.method == "POST" or upstream.status == 201
                 mark_it = writes and (created or self.adopt)
                 return await self._after_write(request, upstream, info, owner, mark_it, values)
-            return await _relay(request, upstream, values)
+            return await relay(request, upstream, values)
         finally:
             upstream.release()
 
@@ -260,7 +262,7 @@ class Proxy:
         try:
             obj = json.loads(raw)
         except ValueError:
-            return _bytes(upstream, raw)
+            return whole_response(upstream, raw)
         if values is not None:
             secretdata.collect(obj, values)
         dry_run = "dryRun" in request.query
@@ -271,7 +273,7 @@ class Proxy:
                 self.on_write(info, owner, obj)
             except Exception:  # a listener's bug must not fail the role's request
                 log.exception("dependent-watch listener failed")
-        return _bytes(upstream, raw)
+        return whole_response(upstream, raw)
 
     async def _fixup(
         self, info: RequestInfo, obj: dict[str, Any], owner: Owner, raw: bytes
@@ -320,7 +322,7 @@ class Proxy:
                 protocols=[remote.protocol] if remote.protocol else [], max_msg_size=0
             )
             await local.prepare(request)
-            await asyncio.gather(_pump(local, remote), _pump(remote, local))
+            await asyncio.gather(pump(local, remote), pump(remote, local))
             return local
 
 

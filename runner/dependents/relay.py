@@ -11,7 +11,7 @@ from aiohttp import web
 from runner.dependents import secretdata
 from runner.util.redact import SecretValues
 
-_HOP_HEADERS = {
+HOP_HEADERS = {
     "connection",
     "keep-alive",
     "proxy-authenticate",
@@ -27,28 +27,28 @@ _HOP_HEADERS = {
 }
 
 
-def _forward_headers(headers: Any) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k.lower() not in _HOP_HEADERS}
+def forward_headers(headers: Any) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in HOP_HEADERS}
 
 
-def _response_headers(upstream: aiohttp.ClientResponse) -> dict[str, str]:
+def response_headers(upstream: aiohttp.ClientResponse) -> dict[str, str]:
     return {
         k: v
         for k, v in upstream.headers.items()
-        if k.lower() not in _HOP_HEADERS and k.lower() != "content-encoding"
+        if k.lower() not in HOP_HEADERS and k.lower() != "content-encoding"
     }
 
 
-def _bytes(upstream: aiohttp.ClientResponse, raw: bytes) -> web.Response:
-    return web.Response(status=upstream.status, body=raw, headers=_response_headers(upstream))
+def whole_response(upstream: aiohttp.ClientResponse, raw: bytes) -> web.Response:
+    return web.Response(status=upstream.status, body=raw, headers=response_headers(upstream))
 
 
-async def _relay(
+async def relay(
     request: web.Request, upstream: aiohttp.ClientResponse, values: SecretValues | None = None
 ) -> web.StreamResponse:
     """Stream the answer to the role; one about Secrets is read on its way (`values`)."""
     scanner = secretdata.StreamScanner(values) if values is not None else None
-    response = web.StreamResponse(status=upstream.status, headers=_response_headers(upstream))
+    response = web.StreamResponse(status=upstream.status, headers=response_headers(upstream))
     await response.prepare(request)
     try:
         async for chunk in upstream.content.iter_any():
@@ -62,7 +62,7 @@ async def _relay(
     return response
 
 
-async def _pump(source: Any, sink: Any) -> None:
+async def pump(source: Any, sink: Any) -> None:
     async for message in source:
         if message.type == aiohttp.WSMsgType.BINARY:
             await sink.send_bytes(message.data)
@@ -73,7 +73,7 @@ async def _pump(source: Any, sink: Any) -> None:
     await sink.close()
 
 
-def _status(code: int, reason: str, message: str) -> web.Response:
+def status_response(code: int, reason: str, message: str) -> web.Response:
     body = {
         "kind": "Status",
         "apiVersion": "v1",
