@@ -29,7 +29,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from runner.admit.verdicts import verdict
 from runner.ansible.interface import QuickRequest, QuickRuns
 from runner.reconcile.extravars import render_extra_vars
 from runner.util.logs import cr_fields
+from runner.util.redact import SecretValues
 from runner.watches import Admission, Watch
 
 log = logging.getLogger("runner.admit")
@@ -60,6 +61,9 @@ class RunSettings:
     envvars: Mapping[str, str]
     cmdline: tuple[str, ...] = ()
     verbosity: int = 0
+    # the values of the Secrets the runs read through the read-only proxy: masked in answers
+    # and log lines, as a reconcile's are (runner/util/redact.py)
+    secrets: SecretValues | None = None
 
 
 class Admitter:
@@ -108,6 +112,7 @@ class Admitter:
             decided = await asyncio.wait_for(self._decide(request), timeout - margin(timeout))
         except TimeoutError:
             decided = self._late(request, timeout)
+        decided = self._masked(decided)
         self._log(request, decided, self._clock() - started)
         return answer(request, decided)
 
@@ -119,7 +124,7 @@ class Admitter:
         decided = verdict(result, request, mutate=self.kind == "mutate")
         if decided is not None:
             return decided
-        detail = result.stdout_tail or f"exit code {result.rc}"
+        detail = self._mask(result.stdout_tail or f"exit code {result.rc}")
         log.warning(
             "%s of %s: the run ended without a result: %s",
             self.kind,
@@ -128,6 +133,19 @@ class Admitter:
             extra=self._fields(request),
         )
         return self._by_policy(request, "ended without a result (see the operator's log)")
+
+    def _mask(self, text: str) -> str:
+        return self.settings.secrets.redact(text) if self.settings.secrets is not None else text
+
+    def _masked(self, decided: Verdict) -> Verdict:
+        """The verdict with the Secrets' values the runs read masked in what kubectl shows."""
+        if self.settings.secrets is None or not (decided.message or decided.warnings):
+            return decided
+        return replace(
+            decided,
+            message=self._mask(decided.message),
+            warnings=tuple(self._mask(w) for w in decided.warnings),
+        )
 
     def _late(self, request: AdmissionRequest, timeout: float) -> Verdict:
         return self._by_policy(request, f"did not finish in {timeout:g} s")

@@ -47,6 +47,7 @@ from runner.convert.review import (
 )
 from runner.reconcile.extravars import render_extra_vars
 from runner.util import tempdirs
+from runner.util.redact import SecretValues
 from runner.watches import Watch
 
 log = logging.getLogger("runner.conversion")
@@ -67,6 +68,8 @@ class ConvertOptions:
     ansible_args: tuple[str, ...] = ()
     timeout: float = CONVERSION_TIMEOUT
     envvars: Mapping[str, str] = field(default_factory=dict)  # the runs' API access (read-only)
+    # the values of the Secrets the runs read through that access: masked in failures
+    secrets: SecretValues | None = None
 
 
 def _source_name(watch: Watch) -> str:
@@ -100,6 +103,11 @@ class Converter:
         self._runs = runs
         self._folder = folder  # the role's playbook, the runs' answer files
         self._options = options or ConvertOptions()
+
+    def mask(self, text: str) -> str:
+        """`text` with the values of the Secrets the runs read masked."""
+        values = self._options.secrets
+        return values.redact(text) if values is not None else text
 
     async def convert(
         self, request: ConversionRequest, timeout: float | None = None
@@ -228,13 +236,14 @@ class Conversions:
         try:
             converted = await converter.convert(request, timeout)
         except ConversionFailed as err:
-            message = f"{converter.what} failed: {err}"
+            reason = converter.mask(str(err))
+            message = f"{converter.what} failed: {reason}"
             log.warning(
                 "conversion of %d %s (%s) failed: %s",
                 len(request.objects),
                 request.kind,
                 request.versions(),
-                err,
+                reason,
                 extra=fields,
             )
             return answer(request, failure=message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from runner.admit.verdicts import verdict
 from runner.ansible.interface import QuickRequest, RunResult
 from runner.ansible.results import RunSummary
 from runner.reconcile.extravars import UnsafeText
+from runner.util.redact import SecretValues
 from runner.watches import GVK, Admission, Watch
 
 GVK_ = GVK("swallowlab.com", "v1alpha1", "EchoFlask")
@@ -240,6 +242,34 @@ def test_a_run_without_a_result_is_answered_per_failure_policy() -> None:
     ignore = Admission(role="/r", failure_policy="Ignore")
     allowed = asyncio.run(admitter(runs, ignore, "mutate").review(review()))["response"]
     assert allowed["allowed"] and "mutation of EchoFlask ns/ef ended" in allowed["warnings"][0]
+
+
+def test_the_values_of_secrets_the_runs_read_are_masked_in_answers_and_logs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What the read-only proxy saw of Secrets (SecretValues) never reaches kubectl or the
+    operator's log: a failed task's message, an answer's message and warnings."""
+    secrets = SecretValues(["hunter2-password"])
+    settings = RunSettings(Path("/p/validate.yml"), {}, secrets=secrets)
+    failing = FakeRuns(result(failures=("Check: hunter2-password is weak",)))
+    checker = Admitter(
+        watch(validate=Admission(role="/r")), "validate", failing, settings, asyncio.Semaphore(1)
+    )
+    with caplog.at_level(logging.DEBUG, logger="runner"):
+        response = asyncio.run(checker.review(review()))["response"]
+    assert response["status"]["message"] == "Check: ******** is weak"
+    answering = FakeRuns(
+        result(
+            {"allowed": False, "message": "hunter2-password", "warnings": ["w hunter2-password"]}
+        )
+    )
+    checker = Admitter(
+        watch(validate=Admission(role="/r")), "validate", answering, settings, asyncio.Semaphore(1)
+    )
+    with caplog.at_level(logging.DEBUG, logger="runner"):
+        response = asyncio.run(checker.review(review()))["response"]
+    assert response["status"]["message"] == "********" and response["warnings"] == ["w ********"]
+    assert "hunter2" not in caplog.text and "denied: ********" in caplog.text
 
 
 def test_the_margin_before_the_api_servers_timeout() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from runner.ansible.results import RunSummary
 from runner.convert.converter import ANSWERS_ENV, Conversions, Converter, ConvertOptions
 from runner.convert.fieldmap import convert_fields
 from runner.convert.review import ConversionFailed, ReviewError, read_review, settle
+from runner.util.redact import SecretValues
 from runner.watches import GVK, Convert, FieldMap, Watch
 
 GROUP = "swallowlab.com"
@@ -358,6 +360,23 @@ def test_a_failed_run_fails_the_review_with_its_message(
     assert answer["response"]["result"]["status"] == "Failure"
     assert message in answer["response"]["result"]["message"]
     assert answer["response"]["convertedObjects"] == []
+    conversions.close()
+
+
+def test_a_failure_masks_the_values_of_secrets_the_runs_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    failed = RunResult(
+        "failed",
+        2,
+        RunSummary(stats={"failures": {"localhost": 1}}, failures=["Check: key s3cr3t-key"]),
+    )
+    secrets = SecretValues(["s3cr3t-key"])
+    conversions = role_converter(tmp_path, AnsweringRuns(failed), secrets=secrets)
+    with caplog.at_level(logging.WARNING, logger="runner"):
+        answer = asyncio.run(conversions.review(review([flask("a", uid="u1")])))
+    assert answer["response"]["result"]["message"].endswith("failed: Check: key ********")
+    assert "s3cr3t" not in caplog.text and "Check: key ********" in caplog.text
     conversions.close()
 
 

@@ -30,6 +30,7 @@ from runner.kube import objects
 from runner.kube.client import ApiError, KubeClient
 from runner.kube.resources import find_resource
 from runner.scaffold.names import plural as kubebuilder_plural
+from runner.util.redact import SecretValues
 from runner.watches import GVK, Watch
 
 log = logging.getLogger("runner.webhooks")
@@ -110,6 +111,7 @@ class AdmissionPart:
         namespaces: Sequence[str] = (),
         ansible_args: tuple[str, ...] = (),
         deployed: bool = False,
+        secrets: SecretValues | None = None,
     ) -> None:
         self.watches = admission_watches(watches)
         self.deployed = deployed
@@ -126,6 +128,7 @@ class AdmissionPart:
                     playbook=write_playbook(playbooks, watch, hook_kind),
                     envvars=dict(access),
                     cmdline=ansible_args,
+                    secrets=secrets,
                 )
                 path = configurations.webhook_path(hook_kind, watch.gvk)
                 self.admitters[path] = Admitter(watch, hook_kind, runs, settings, slots)

@@ -30,6 +30,7 @@ from runner.dependents.ownership import Owner
 from runner.dependents.proxy import Proxy
 from runner.kube.client import ApiError, AsyncUpstream, KubeClient
 from runner.kube.credentials import Credentials
+from runner.util.redact import SecretValues
 from runner.watches import Watch
 
 log = logging.getLogger("runner.webhooks")
@@ -76,16 +77,19 @@ class WebhooksRunning:
         await self.resources.aclose()
 
 
-async def _read_only_access(credentials: Credentials, resources: AsyncExitStack) -> dict[str, str]:
+async def _read_only_access(
+    credentials: Credentials, resources: AsyncExitStack, secrets: SecretValues
+) -> dict[str, str]:
     """The environment of the webhook runs (admission, conversion roles): a kubeconfig of a
-    proxy in read-only mode, lookups forwarded, writes refused (closed with `resources`)."""
+    proxy in read-only mode, lookups forwarded, writes refused (closed with `resources`); the
+    values of the Secrets they read go to `secrets`, masked in their answers and log lines."""
     upstream = AsyncUpstream(credentials)
     resources.push_async_callback(upstream.close)
     proxy = Proxy(upstream, inject=False, read_only=True)
     await proxy.start()
     resources.push_async_callback(proxy.stop)
     owner = Owner("operator-runner.dev/v1", "Admission", "admission", "", "")
-    return resources.enter_context(proxy.run_env(owner))
+    return resources.enter_context(proxy.run_env(owner, secrets))
 
 
 def _admission_part(
@@ -95,6 +99,7 @@ def _admission_part(
     client: KubeClient,
     executor: Executor,
     access: dict[str, str],
+    secrets: SecretValues,
 ) -> AdmissionPart:
     """validate: and mutate:, their runs with the read-only `access`."""
     access = {
@@ -113,6 +118,7 @@ def _admission_part(
         config.namespaces,
         config.ansible_args,
         deployed=settings.service is not None,
+        secrets=secrets,
     )
 
 
@@ -122,11 +128,12 @@ def _conversion_part(
     client: KubeClient,
     executor: Executor,
     access: dict[str, str],
+    secrets: SecretValues,
     resources: AsyncExitStack,
 ) -> ConversionPart:
     """convert:, its roles' runs with the read-only `access` (its folder closed with
     `resources`)."""
-    options = ConvertOptions(ansible_args=config.ansible_args, envvars=access)
+    options = ConvertOptions(ansible_args=config.ansible_args, envvars=access, secrets=secrets)
     conversions = Conversions.of(watches, executor, options)
     resources.callback(conversions.close)
     return ConversionPart(conversions, client, watches)
@@ -181,11 +188,16 @@ async def start_webhooks(
     resources = AsyncExitStack()
     parts: list[WebhookPart] = []
     try:
-        access = await _read_only_access(credentials, resources) if ansible_runs else {}
+        secrets = SecretValues()  # what the runs read of Secrets, for all of them
+        access = await _read_only_access(credentials, resources, secrets) if ansible_runs else {}
         if admission_watches(watches):
-            parts.append(_admission_part(config, watches, settings, client, executor, access))
+            parts.append(
+                _admission_part(config, watches, settings, client, executor, access, secrets)
+            )
         if conversion_watches(watches):
-            parts.append(_conversion_part(config, watches, client, executor, access, resources))
+            parts.append(
+                _conversion_part(config, watches, client, executor, access, secrets, resources)
+            )
         webhooks = Webhooks(settings, client, parts)
         await webhooks.start()
     except (ApiError, OSError) as err:  # the certificates' Secret: RBAC, or the API away
