@@ -52,7 +52,7 @@ from runner.kube import reachability
 from runner.kube.client import JSON_PATCH, AsyncUpstream
 from runner.kube.reachability import is_connection_error, summary
 from runner.util import tempdirs
-from runner.util.redact import SecretValues
+from runner.util.redact import SecretValues, mask_secret_text
 
 log = logging.getLogger("runner.proxy")
 
@@ -267,7 +267,7 @@ class Proxy:
             secretdata.collect(obj, values)
         dry_run = "dryRun" in request.query
         if inject and not dry_run and isinstance(obj, dict) and obj.get("metadata"):
-            obj, raw = await self._fixup(info, obj, owner, raw)
+            obj, raw = await self._fixup(info, obj, owner, raw, values)
         if self.on_write is not None and isinstance(obj, dict) and not dry_run:
             try:
                 self.on_write(info, owner, obj)
@@ -276,7 +276,12 @@ class Proxy:
         return whole_response(upstream, raw)
 
     async def _fixup(
-        self, info: RequestInfo, obj: dict[str, Any], owner: Owner, raw: bytes
+        self,
+        info: RequestInfo,
+        obj: dict[str, Any],
+        owner: Owner,
+        raw: bytes,
+        values: SecretValues | None = None,
     ) -> tuple[dict[str, Any], bytes]:
         name = (obj.get("metadata") or {}).get("name") or info.name
         namespace = info.namespace
@@ -295,6 +300,8 @@ class Proxy:
             body = await response.read()
             if 200 <= response.status < 300:
                 return json.loads(body), body
+            said = body[:300].decode(errors="replace")  # the API server's Status, masked
+            said = values.redact(said) if values is not None else mask_secret_text(said)
             log.warning(
                 "could not mark %s %s/%s as owned by %s: %s %s",
                 info.plural,
@@ -302,7 +309,7 @@ class Proxy:
                 name,
                 owner.key_annotation,
                 response.status,
-                body[:300],
+                said,
             )
             return obj, raw
 

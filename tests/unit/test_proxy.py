@@ -160,3 +160,65 @@ def test_a_read_only_proxy_refuses_writes_and_upgrades_with_a_message() -> None:
         )
     exec_ = asyncio.run(proxy.handle(_request("127.0.0.1", token, "GET", upgrade=True)))
     assert exec_.status == 403
+
+
+def test_a_failed_owner_fixup_logs_the_api_servers_answer_masked(caplog: Any) -> None:
+    """The warning about an owner the proxy could not add quotes the API server's answer, with
+    the values of the Secrets the run wrote masked (its Status may echo them)."""
+    import json
+    import logging
+
+    import aiohttp
+    from aiohttp import web
+
+    from runner.kube.client import AsyncUpstream
+    from runner.kube.credentials import Credentials
+    from runner.util.redact import SecretValues
+
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "ns"},
+        "stringData": {"password": "hunter2-pass"},
+    }
+
+    async def api(request: web.Request) -> web.Response:
+        if request.content_type == "application/json-patch+json":  # the proxy's owner fixup
+            status = {"kind": "Status", "message": "invalid value hunter2-pass", "code": 422}
+            return web.json_response(status, status=422)
+        return web.json_response(secret, status=201)  # an apply that created it
+
+    async def go() -> int:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", api)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        upstream = AsyncUpstream(Credentials(server=f"http://127.0.0.1:{port}"))
+        proxy = Proxy(upstream=upstream, inject=True)
+        await proxy.start()
+        try:
+            token = proxy.register(OWNER, SecretValues())
+            async with (
+                aiohttp.ClientSession() as session,
+                session.patch(
+                    f"{proxy.url}/api/v1/namespaces/ns/secrets/s?fieldManager=ansible",
+                    data=json.dumps(secret).encode(),
+                    headers={
+                        "Authorization": f"Bearer {token}",
+                        "Content-Type": "application/apply-patch+yaml",
+                    },
+                ) as response,
+            ):
+                return response.status
+        finally:
+            await proxy.stop()
+            await upstream.close()
+            await runner.cleanup()
+
+    with caplog.at_level(logging.WARNING, logger="runner"):
+        assert asyncio.run(go()) == 201
+    assert "could not mark" in caplog.text, caplog.text
+    assert "hunter2" not in caplog.text and "invalid value ********" in caplog.text
