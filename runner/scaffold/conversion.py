@@ -6,9 +6,12 @@ the plan:
 - ``roles/<kind>_convert/tasks/main.yml``: a convert role that answers every object unchanged
   (right while the versions' schemas are the same), with an example of a renamed field;
 - ``convert: {role: <kind>_convert}`` in the kind's watches.yaml entry;
-- the CRD's ``spec.conversion`` (Webhook, ConversionReview v1, the url ``make run`` serves;
-  the operator writes its own address and CA when it starts), inserted as text before
-  ``spec.versions``, when the CRD has none (one of another strategy is left to the author);
+- a comment in the CRD before ``spec.versions``, when it has no ``spec.conversion``: the
+  operator writes it (Webhook, ConversionReview v1, its own address and CA) when it starts. The
+  file holds none, so that ``kubectl apply`` of it (``make install``) leaves the operator's as
+  it is: a clientConfig in the file (``url``) would be merged beside the operator's
+  (``service``, deployed), which the API server refuses (one of another strategy is left to
+  the author);
 - the rule that lets the deployed operator keep it written: get and patch of that one CRD by
   name, in deploy/rbac/role.yaml.
 
@@ -38,14 +41,10 @@ CONVERSION = {
     },
 }
 CONVERSION_TEXT = """\
-# Written again by the operator when it starts: its own address (make run: a url on
-# 127.0.0.1; deployed: the webhook Service) and its CA (watches.yaml: convert).
-conversion:
-  strategy: Webhook
-  webhook:
-    conversionReviewVersions: [v1]
-    clientConfig:
-      url: https://127.0.0.1:9443/convert
+# spec.conversion is written by the operator when it starts (watches.yaml: convert): strategy
+# Webhook, its own address (make run: a url on 127.0.0.1; deployed: the webhook Service) and
+# its CA. It is not in this file, so that `kubectl apply` of it (make install) leaves the
+# operator's as it is; until the operator first starts, the versions are not converted.
 """
 RULE = """\
   # @kind@'s conversion webhook (watches.yaml convert:): the operator keeps the CRD's
@@ -94,8 +93,8 @@ def _with_conversion(text: str, name: str) -> str:
         after = yaml.safe_load(new)
     except yaml.YAMLError:
         after = None
-    if not isinstance(after, dict) or (after.get("spec") or {}).get("conversion") != CONVERSION:
-        raise ScaffoldError(f"{name}: cannot add spec.conversion as text; add it by hand")
+    if not isinstance(after, dict) or after != yaml.safe_load(text):
+        raise ScaffoldError(f"{name}: cannot add the conversion's comment as text")
     return new
 
 
@@ -139,7 +138,7 @@ def plan_conversion(plan: Plan, group: str, version: str, kind: str) -> None:
         raise ScaffoldError(
             f"{crd.path}: spec.conversion is {conversion!r}; make it the operator's by hand "
             f"(strategy: Webhook, as below) or remove it and run create webhook again:\n"
-            f"{CONVERSION_TEXT}"
+            f"{yaml.safe_dump({'conversion': CONVERSION}, sort_keys=False)}"
         )
     crd_name = crd.document["metadata"]["name"]
     rbac = _text(plan, RBAC_ROLE)
