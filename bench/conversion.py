@@ -8,7 +8,7 @@ stored one that its cache cannot serve (a GET), and its watch cache of each such
 converts every write (status too), one object per review. operator-runner answers with
 `convert: fields:` in the operator, or with one run of a `convert:` role per review.
 
-Two kinds of two versions (v1alpha1 `spec.size`, stored and watched; v1beta1 `spec.replicas`):
+Two kinds of two versions (v1alpha1 `spec.size`, stored and watched; v1alpha0 `spec.replicas`):
 `Mapped` (`fields:`, the seeds' EchoFlask's) and `Roled` (the seeds' roles/echoflask_convert),
 served by one operator (`operator-runner run`, its webhooks on a free port, the warm executor).
 Measured, each `--rounds` times after two warm-up rounds:
@@ -17,7 +17,7 @@ Measured, each `--rounds` times after two warm-up rounds:
   the API server sends it, of 1 object and of 100 objects (EchoFlask-shaped, with managedFields
   and status): the webhook's latency, and the operator's CPU per review (its whole process
   tree, from /proc);
-- through the API server: a GET of one object in v1beta1 (converted by the webhook) and in
+- through the API server: a GET of one object in v1alpha0 (converted by the webhook) and in
   v1alpha1 (stored: no webhook), with the Python client.
 
 Prints a table (p50 and p99 in ms, CPU in ms per review) and writes the figures as JSON.
@@ -53,7 +53,7 @@ WATCHES = f"""---
   convert:
     fields:
       - v1alpha1: spec.size
-        v1beta1: spec.replicas
+        v1alpha0: spec.replicas
 - version: v1alpha1
   group: {GROUP}
   kind: Roled
@@ -99,7 +99,7 @@ def crd(kind: str) -> dict[str, Any]:
                     "clientConfig": {"url": "https://127.0.0.1:1/convert"},
                 },
             },
-            "versions": [version("v1alpha1", "size", True), version("v1beta1", "replicas", False)],
+            "versions": [version("v1alpha1", "size", True), version("v1alpha0", "replicas", False)],
         },
     }
 
@@ -170,7 +170,7 @@ class Webhook:
             "kind": "ConversionReview",
             "request": {
                 "uid": "bench",
-                "desiredAPIVersion": f"{GROUP}/v1beta1",
+                "desiredAPIVersion": f"{GROUP}/v1alpha0",
                 "objects": [flask_like(kind, i) for i in range(n)],
             },
         }
@@ -254,7 +254,7 @@ def measure(a: argparse.Namespace) -> dict[str, Any]:
                     "spec": {"size": 3},
                 },
             )
-            for version in ("v1alpha1", "v1beta1"):
+            for version in ("v1alpha1", "v1alpha0"):
                 for _ in range(2):
                     custom.get_namespaced_custom_object(GROUP, version, ns, plural, "read")
                 took = []
@@ -283,7 +283,7 @@ def table(results: dict[str, Any]) -> str:
                     f"{r['cpu_ms']:.0f}",
                 )
             )
-        for version in ("v1alpha1", "v1beta1"):
+        for version in ("v1alpha1", "v1alpha0"):
             r = results[f"get_{kind}_{version}"]
             via = "stored, no webhook" if version == "v1alpha1" else "converted"
             rows.append(
