@@ -30,6 +30,7 @@ import pexpect
 from runner.ansible import artifacts, collections_path, quickrun
 from runner.ansible.interface import LogEvents, QuickRequest, RunRequest, RunResult
 from runner.ansible.results import RunSummary, apply_event
+from runner.ansible.tasklog import _log_event
 from runner.ansible.warm import canary
 from runner.ansible.warm.jobenv import FAILURES_ENV
 from runner.ansible.warm.lifecycle import WarmLifecycle, describe
@@ -110,43 +111,6 @@ def ansible_env(tmp_dir: Path, roles_paths: list[Path]) -> dict[str, str]:
     # ANSIBLE_PIPELINING=False in the operator's environment to turn it off.
     env["ANSIBLE_PIPELINING"] = os.environ.get("ANSIBLE_PIPELINING", "True")
     return env
-
-
-_TASK_OUTCOMES = {
-    "runner_on_ok": "ok",
-    "runner_on_failed": "failed",
-    "runner_on_skipped": "skipped",
-    "runner_on_unreachable": "unreachable",
-}
-
-
-def _log_event(event: Mapping[str, Any], request: RunRequest) -> None:
-    """One log line per task result (Tasks), or per job event (Everything): the event's kind
-    and its task's name (which a template may have filled with a secret: masked), never its
-    result."""
-    mode, extra, redact = request.log_events, request.log_extra, request.secrets.redact
-    if mode is LogEvents.NOTHING:
-        return
-    kind = str(event.get("event", ""))
-    data = event.get("event_data") or {}
-    outcome = _TASK_OUTCOMES.get(kind)
-    fields = {**extra, "ansible_event": kind}
-    if outcome is None:
-        if mode is LogEvents.EVERYTHING:
-            name = str(data.get("task") or data.get("playbook") or "")
-            log.info("%s %s", kind, redact(name), extra=fields)
-        return
-    task = redact(str(data.get("task", "")))
-    if outcome == "failed" and data.get("ignore_errors"):
-        outcome = "failed (ignored)"
-    elif outcome == "ok" and (data.get("res") or {}).get("changed"):
-        outcome = "changed"
-    level = logging.WARNING if outcome in ("failed", "unreachable") else logging.INFO
-    if outcome in ("ok", "skipped") and mode is LogEvents.TASKS:
-        # A periodic resync of a healthy CR is all ok/skipped: at info, an idle operator with a
-        # few CRs logged ~45 lines a minute. What changed or failed stays at info.
-        level = logging.DEBUG
-    log.log(level, "task %s: %s", outcome, task, extra=fields)
 
 
 class Executor:
