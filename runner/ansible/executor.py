@@ -30,7 +30,7 @@ import pexpect
 from runner.ansible import artifacts, collections_path, quickrun
 from runner.ansible.interface import LogEvents, QuickRequest, RunRequest, RunResult
 from runner.ansible.results import RunSummary, apply_event
-from runner.ansible.tasklog import _log_event
+from runner.ansible.tasklog import log_task_event, settle, warm_attempt
 from runner.ansible.warm import canary
 from runner.ansible.warm.jobenv import FAILURES_ENV
 from runner.ansible.warm.lifecycle import WarmLifecycle, describe
@@ -192,13 +192,16 @@ class Executor:
             return self._run_sync(request, None)
         record = pool.failure_record()
         try:
-            result = self._run_sync(request, pool, record)
+            with warm_attempt() as deferred:
+                result = self._run_sync(request, pool, record)
             failures = pool.read_failures(record)
             if failures:
                 self._warm.give_up(describe(failures))
         finally:
             self._warm.release()
-        if not any(f.get("redo", True) for f in failures) or self._cancel.is_set():
+        made_again = any(f.get("redo", True) for f in failures) and not self._cancel.is_set()
+        settle(deferred, made_again)
+        if not made_again:
             return result
         log.info("the run is made again on the plain path", extra=dict(request.log_extra))
         shutil.rmtree(request.private_dir / "artifacts" / request.ident, ignore_errors=True)
@@ -298,7 +301,7 @@ class Executor:
 
         def on_event(event: Mapping[str, Any]) -> bool:
             apply_event(summary, event)
-            _log_event(event, request)
+            log_task_event(event, request)
             return True
 
         cancel: Callable[[], bool] = self._cancel.is_set

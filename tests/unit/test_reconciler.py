@@ -310,7 +310,7 @@ def test_a_run_that_changed_nothing_is_logged_at_debug(
 def test_task_lines_ok_and_skipped_at_debug_changed_and_failed_at_info(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from runner.ansible.executor import _log_event
+    from runner.ansible.tasklog import log_task_event as _log_event
     from runner.util.redact import SecretValues
 
     events = [
