@@ -330,6 +330,10 @@ class Side:
         await self.serving.close()
 
 
+def _on_the_loop(after: float, fn: Callable[[], None]) -> None:
+    asyncio.get_running_loop().call_later(after, fn)
+
+
 async def start(
     api: FakeApi, cancel_runs: Callable[[], None] = lambda: None, leader_elect: bool = True
 ) -> Side:
@@ -338,6 +342,7 @@ async def start(
     addresses = Addresses.parse("127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0")  # not 5050
     serving = await Serving.start(addresses, MetricsSecurity(), api.client(), health)
     shutdown = Shutdown(health, cancel_runs)
+    shutdown.deadline = _on_the_loop  # the fake clock's time, not a thread's
     elect = None
     if leader_elect:
         config = ElectionConfig(namespace="ops", name="op", identity="me")

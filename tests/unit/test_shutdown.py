@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import threading
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -107,3 +108,28 @@ def test_runs_longer_than_the_grace_period_are_cancelled_and_the_exit_is_bounded
         await shutdown.stopped()
 
     asyncio.run(go())
+
+
+def test_the_exit_deadline_holds_while_the_event_loop_is_blocked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After the grace period something synchronous holds the loop (a close that waits, or
+    asyncio.run joining the cancelled runs' threads): the process is ended anyway."""
+    monkeypatch.setattr(shutdown_module, "OVERDUE_AFTER_GRACE", 0.2)
+    fired = threading.Event()
+    overdue: list[tuple[float, int]] = []
+
+    def exit_now(after: float, code: int) -> None:
+        overdue.append((after, code))
+        fired.set()
+
+    async def go() -> None:
+        shutdown = _shutdown(0.1, [])
+        shutdown.overdue_exit = exit_now
+        shutdown._on_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(shutdown.drained(), 2) is True  # nothing was running
+        # the loop is blocked from here on: only the deadline's own thread can end the wait
+        assert fired.wait(timeout=5), "the deadline did not fire while the loop was blocked"
+
+    asyncio.run(go())
+    assert [(round(after, 3), code) for after, code in overdue] == [(0.3, 0)]

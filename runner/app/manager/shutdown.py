@@ -3,7 +3,10 @@
 - A signal (SIGTERM, SIGINT; `take_signals`): the workers stop taking keys at once, the runs in
   progress get the grace period (`--graceful-shutdown-timeout`), then the runs still going are
   cancelled (`begin_shutdown`, `drained`); kopf is told to stop meanwhile (`stop_flag`). The
-  process is ended 2 s after the grace period at the latest, whatever still holds it up.
+  process is ended 2 s after the grace period at the latest, whatever still holds it up: that
+  deadline is kept by a thread of its own (`deadline`), since by then the event loop may be
+  blocked in a synchronous close or already gone (asyncio.run joins the threads the cancelled
+  runs ran in before it returns).
 - The right to run is gone (the leader's Lease, or a shard's, not renewed in time: `lose`): every
   run is cancelled and the workers stopped at once, kopf is told to stop, and the process exits
   1; if that takes longer than the margin before others may take over, it is ended with
@@ -17,6 +20,7 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 from collections.abc import Callable
 
 from runner.app.serving.health import Health
@@ -41,6 +45,9 @@ class Shutdown:
         self.exit_code = 0
         self.hard_exit: Callable[[float], None] = _hard_exit  # replaceable in tests
         self.overdue_exit: Callable[[float, int], None] = _overdue_exit  # replaceable in tests
+        #: calls its function after that many seconds, whatever the event loop is doing
+        #: (replaceable in tests that run on a fake clock)
+        self.deadline: Callable[[float, Callable[[], None]], None] = _thread_deadline
         self._cancel_runs = cancel_runs
         self._controllers: list[Controller] = []
         self._stoppers: list[asyncio.Task[bool]] = []
@@ -91,7 +98,7 @@ class Shutdown:
                 name="shutdown-drain",
             )
             late = self.graceful_timeout + OVERDUE_AFTER_GRACE
-            asyncio.get_running_loop().call_later(late, self._overdue, late)
+            self.deadline(late, lambda: self._overdue(late))
         return self._drain
 
     def _overdue(self, after: float) -> None:
@@ -118,12 +125,21 @@ class Shutdown:
             self._stoppers.append(asyncio.create_task(controller.stop(0)))
         self.stop_flag.set()
         margin = max(1.0, margin - 1.0)
-        asyncio.get_running_loop().call_later(margin, self.hard_exit, margin)
+        self.deadline(margin, lambda: self.hard_exit(margin))
 
     async def stopped(self) -> None:
         """Once the controllers stopped after `lose` (at once: their runs were cancelled)."""
         if self._stoppers:
             await asyncio.gather(*self._stoppers, return_exceptions=True)
+
+
+def _thread_deadline(after: float, fn: Callable[[], None]) -> None:
+    """`fn` in `after` s on a daemon thread: it fires while the event loop is blocked, and
+    while the interpreter joins other threads at exit; a process that ends first ends it too."""
+    timer = threading.Timer(after, fn)
+    timer.daemon = True
+    timer.name = "shutdown-deadline"
+    timer.start()
 
 
 def _overdue_exit(after: float, code: int) -> None:
