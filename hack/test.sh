@@ -123,7 +123,8 @@ line_unit_tests() {
 # the lines of LINES_FULL (default 2.15 2.21; LINES_FULL="$(hack/lines.sh list)" for every one),
 # tests/integration/test_line_compat.py on the others. Fails with what failed in $line_failure.
 one_line() {
-  local line=$1 python venv start=$SECONDS unit=0 integration=0 t0 t1 selected=(-m lines) tests
+  local line=$1 python venv start=$SECONDS unit=0 integration=0 t0 t1 tests
+  local selected=(tests/integration -m lines)
   python=$(hack/lines.sh python "$line") || { line_failure="$line (no Python)"; return 1; }
   venv=$(hack/lines.sh venv "$line")
   hack/venv.sh "$python" "$venv" "$line" || { line_failure="$line (venv)"; return 1; }
@@ -133,7 +134,7 @@ one_line() {
   t1=$SECONDS
   [[ " $LINES_FULL " == *" $line "* ]] || selected=(tests/integration/test_line_compat.py)
   # two workers, one test file at a time each (as the main suite): most of it waits
-  "$venv/bin/pytest" tests/integration "${selected[@]}" -q -ra -p no:cacheprovider -n 2 \
+  "$venv/bin/pytest" "${selected[@]}" -q -ra -p no:cacheprovider -n 2 \
     --dist loadfile || integration=$?
   if [ $unit = 0 ] && [ $integration = 0 ]; then
     echo "ansible-core $line: passed in $((SECONDS - start)) s (unit $((t1 - t0)) s, integration $((SECONDS - t1)) s)" >&2
@@ -227,6 +228,7 @@ on_cluster() {
 main() {
   run_start=$SECONDS
   trap finish EXIT
+  trap 'exit 143' TERM # stopped: the table says FAILED, not passed
   main_version=$(python_version "$PYTHON" 2>/dev/null || true)
   OTHER_LINES=$(other_lines_of "${LINES:-}")
   export OTHER_LINES
