@@ -119,6 +119,26 @@ def displayed_result(stdout: str) -> Mapping[str, Any]:
     return {}
 
 
+_TASK_HEADER = re.compile(r"^(?=TASK \[)", re.MULTILINE)
+_CENSORED = '"censored": '
+_ERROR_BLOCK = re.compile(r"^\[ERROR\]: .*?(?=^Origin: |^fatal: |^failed: |\Z)", re.M | re.S)
+HIDDEN_ERROR = "[ERROR]: Task failed: its output is hidden (no_log)\n"
+
+
+def hide_no_log_errors(stdout: str) -> str:
+    """Ansible's output with the `[ERROR]: ...` summary of a `no_log` task's failure hidden:
+    from ansible-core 2.19 the default callback prints the failure's message (`Task failed:
+    Action failed: <msg>`) above the censored result, and a no_log task's message may carry the
+    very value it hides. Each task's section is read on its own; one whose result is censored
+    keeps Ansible's origin lines and result, not the message."""
+    if _CENSORED not in stdout:
+        return stdout
+    sections = _TASK_HEADER.split(stdout)
+    return "".join(
+        _ERROR_BLOCK.sub(HIDDEN_ERROR, part) if _CENSORED in part else part for part in sections
+    )
+
+
 def failure_message(event_data: Mapping[str, Any], stdout: str = "") -> str:
     """`<task>: <what went wrong>` for a failed task, as terse as Ansible's own output: the
     task's `msg` (for a command, followed by the end of its stderr), bounded; a `no_log`

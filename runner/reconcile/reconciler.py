@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.interface import LogEvents, RunRequest, RunResult, Runs, role_playbook_text
-from runner.ansible.results import RunSummary
+from runner.ansible.results import RunSummary, hide_no_log_errors
 from runner.dependents.ownership import Owner, owner_of
 from runner.kube import client as kube
 from runner.kube.client import KubeClient
@@ -264,9 +264,10 @@ class Reconciler:
 
     def _log_output(self, ref: ObjectRef, stdout: Path, secrets: SecretValues) -> None:
         """ANSIBLE_DEBUG_LOGS: the run's whole output to the log, as operator-sdk prints it,
-        with the run's secrets masked."""
+        with the run's secrets masked and no_log tasks' error messages hidden."""
         try:
-            text = secrets.redact(stdout.read_text(encoding="utf-8", errors="replace").strip())
+            text = stdout.read_text(encoding="utf-8", errors="replace").strip()
+            text = secrets.redact(hide_no_log_errors(text))
         except OSError:
             return
         if text:

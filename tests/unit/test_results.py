@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from runner.ansible.results import MAX_DETAIL, summarize
+from runner.ansible.results import HIDDEN_ERROR, MAX_DETAIL, hide_no_log_errors, summarize
 from runner.util.durations import parse_period
 
 
@@ -190,3 +190,45 @@ def test_admission_answers_are_collected_in_order() -> None:
     ):
         apply_event(summary, {"event": "runner_on_ok", "event_data": data})
     assert summary.answers == [{"allowed": True}, {"warnings": ["a"]}]
+
+
+# ansible-core 2.21's output of a no_log task that fails, then of a task that fails in the open
+NO_LOG_OUTPUT = """TASK [leaky : Log in without a trace] ***
+task path: /roles/leaky/tasks/main.yml:33
+[ERROR]: Task failed: Action failed: cannot log in with HIDDEN533A380384AC
+Origin: /roles/leaky/tasks/main.yml:33:7
+
+33     - name: Log in without a trace
+         ^ column 7
+
+fatal: [localhost]: FAILED! => {
+    "censored": "the output has been hidden due to the fact that 'no_log: true' was spec..."
+    "changed": false
+}
+
+TASK [leaky : Use the password] *****
+[ERROR]: Task failed: Action failed: bad password for token
+Origin: /roles/leaky/tasks/main.yml:42:3
+
+fatal: [localhost]: FAILED! => {
+    "changed": false,
+    "msg": "bad password for token"
+}
+"""
+
+
+def test_a_no_log_tasks_error_message_is_hidden_from_the_output() -> None:
+    shown = hide_no_log_errors(NO_LOG_OUTPUT)
+    assert "HIDDEN533A380384AC" not in shown
+    assert "[ERROR]: Task failed: its output is hidden (no_log)\nOrigin: " in shown
+    assert '"censored": "the output has been hidden' in shown
+    # the task in the open keeps its message, and nothing else changes
+    assert "[ERROR]: Task failed: Action failed: bad password for token\n" in shown
+    assert shown.replace(HIDDEN_ERROR, "") == NO_LOG_OUTPUT.replace(
+        "[ERROR]: Task failed: Action failed: cannot log in with HIDDEN533A380384AC\n", ""
+    )
+
+
+def test_output_without_a_censored_result_is_unchanged() -> None:
+    text = NO_LOG_OUTPUT.split("TASK [leaky : Use the password]")[1]
+    assert hide_no_log_errors(text) == text
