@@ -6,6 +6,7 @@ whole output (ANSIBLE_DEBUG_LOGS), at verbosity 3 (task results and module argum
 from __future__ import annotations
 
 import base64
+import json
 import secrets
 from collections.abc import Iterator
 
@@ -89,9 +90,14 @@ def test_secret_values_never_reach_the_log_the_condition_or_events(env: kit.Env)
         assert "Log in without a trace: the output has been hidden" in text
     assert "Use the password" in log and "********" in log
 
-    # the artifacts are kept as they are (the Pod's /tmp), apart from no_log's own censoring
-    job_events = "".join(
-        p.read_text() for p in env.op.artifacts.rglob("job_events/*.json") if p.is_file()
-    )
-    assert password in job_events
-    assert hidden.upper() not in job_events
+    # the artifacts are kept as they are (the Pod's /tmp), apart from no_log's own censoring of
+    # results; Ansible's own display text of a failed no_log task (an event's `stdout`) shows
+    # its message from 2.21 on (docs/production.md), so only the events' data is checked here
+    events_json = [
+        json.loads(p.read_text())
+        for p in env.op.artifacts.rglob("job_events/*.json")
+        if p.is_file()
+    ]
+    event_data = "".join(json.dumps(e.get("event_data", {})) for e in events_json)
+    assert password in event_data
+    assert hidden.upper() not in event_data
