@@ -51,6 +51,7 @@ LINES_LOG=.venv-lines.log
 # --- steps and their times ------------------------------------------------------------------
 
 summary=()
+failures=() # what failed in the background logs, for the table's end (CI shows the output's tail)
 step() { # step TITLE CMD...: one step with a header and its time in the summary
   local title=$1 start=$SECONDS; shift
   printf '\n==> %s\n' "$title" >&2
@@ -71,6 +72,19 @@ finish() { # at exit: background checks stopped early, then the table of the ste
     printf '%s\n' "${summary[@]}" >&2
     printf '%6ds  total (%s)\n' $((SECONDS - run_start)) "$([ $rc = 0 ] && echo passed || echo "FAILED, exit $rc")" >&2
   fi
+  if [ ${#failures[@]} -gt 0 ]; then
+    printf 'what failed beside the main suite:\n' >&2
+    printf '  %s\n' "${failures[@]}" >&2
+  fi
+}
+
+note_failures() { # note_failures LOG: its failed lines and tests (pytest's FAILED/ERROR lines,
+  # each with the ansible-core line it ran on), at most 20, for the table's end
+  local found
+  while IFS= read -r found; do failures+=("$found"); done < <(
+    awk '/^ansible-core [0-9.]+: its virtualenv/ { on = "ansible-core " $2 " " }
+         /^ansible-core [0-9.]+: FAILED/ { print; next }
+         /^(FAILED|ERROR) / { print on substr($0, 1, 300) }' "$1" | head -n 20)
 }
 
 python_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
@@ -104,6 +118,7 @@ others_done() {
   grep -E '^(venv: .* ready|unit tests and mypy on|Success:|[0-9]+ passed|no other supported|other Pythons: done)' "$OTHERS_LOG" >&2 || true
   if [ $rc != 0 ]; then
     tail -n 40 "$OTHERS_LOG" >&2
+    note_failures "$OTHERS_LOG"
     echo "the other Pythons' checks failed (exit $rc); whole log: $OTHERS_LOG" >&2
     return $rc
   fi
@@ -179,6 +194,7 @@ lines_done() {
   grep -E '^(ansible-core [0-9.]+: (passed|FAILED)|lines that failed|[0-9]+ (passed|failed)|venv: .* ready|other lines: done)' "$LINES_LOG" >&2 || true
   if [ $rc != 0 ]; then
     tail -n 60 "$LINES_LOG" >&2
+    note_failures "$LINES_LOG"
     echo "the other ansible-core lines' tests failed (exit $rc); whole log: $LINES_LOG" >&2
     return $rc
   fi
