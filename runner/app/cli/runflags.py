@@ -9,12 +9,12 @@ import shlex
 from pathlib import Path
 
 from runner.ansible.interface import LogEvents
-from runner.app.cli import sdkflags
+from runner.app.cli import goflags, sdkflags
 from runner.app.cli.parser import log_events
 from runner.app.serving.bind import BindAddressError, parse_bind_address
 from runner.util.durations import parse_period
 
-_bool = sdkflags.go_bool
+_bool = goflags.go_bool
 
 
 def _duration(text: str) -> float:

@@ -27,26 +27,10 @@ import os
 from collections.abc import MutableMapping
 
 from runner.app.cli import zapflags
+from runner.app.cli.goflags import add_bool
 
 #: The lock types client-go knew; ansible-operator now uses Leases whatever is given.
 RESOURCE_LOCKS = ("leases", "endpointsleases", "configmapsleases")
-
-
-def go_bool(text: str) -> bool:
-    """A flag's boolean as Go's strconv.ParseBool reads it (plus yes/no/on/off)."""
-    value = text.strip().lower()
-    if value in ("1", "t", "true", "yes", "on"):
-        return True
-    if value in ("0", "f", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
-def add_bool(parser: argparse.ArgumentParser, flag: str, default: bool | None, text: str) -> None:
-    """A boolean flag as pflag takes it: `--flag`, `--flag=true`, `--flag=false`."""
-    parser.add_argument(
-        flag, type=go_bool, nargs="?", const=True, default=default, metavar="BOOL", help=text
-    )
 
 
 def _resource_lock(text: str) -> str:
