@@ -121,6 +121,7 @@ def test_zap_time_encodings(value: str) -> None:
         "--leader-elect-resource-lock=endpoints",
         "--proxy-port=70000",
         "--metrics-secure=maybe",
+        "--zap-devel=bogus",
     ],
 )
 def test_bad_values_stop_start_up_with_one_line(flag: str) -> None:
@@ -222,6 +223,8 @@ def test_zap_flags_map_onto_the_logging() -> None:
     assert zapflags.log_format(both, {"--zap-encoder", "--log-format"}) == "text"
     plain = resolved()
     assert (zapflags.level(plain), zapflags.stack_level(plain)) == (logging.INFO, None)
+    off = resolved("--zap-devel=false")
+    assert (zapflags.level(off), zapflags.stack_level(off)) == (logging.INFO, None)
 
 
 def test_the_log_lines_follow_time_encoding_and_stacktrace_level() -> None:

@@ -4,6 +4,13 @@ flags operator-sdk's `ansible-operator run` and controller-runtime define."""
 from __future__ import annotations
 
 import argparse
+from typing import Any, Protocol
+
+
+class Arguments(Protocol):
+    """A parser or one of its argument groups."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action: ...
 
 
 def go_bool(text: str) -> bool:
@@ -16,7 +23,7 @@ def go_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def add_bool(parser: argparse.ArgumentParser, flag: str, default: bool | None, text: str) -> None:
+def add_bool(parser: Arguments, flag: str, default: bool | None, text: str) -> None:
     """A boolean flag as pflag takes it: `--flag`, `--flag=true`, `--flag=false`."""
     parser.add_argument(
         flag, type=go_bool, nargs="?", const=True, default=default, metavar="BOOL", help=text

@@ -65,7 +65,7 @@ def add_flags(run: argparse.ArgumentParser) -> None:
         help="deprecated spelling of --metrics-bind-address (as in operator-sdk)",
     )
     add_bool(
-        sdk,  # type: ignore[arg-type]
+        sdk,
         "--enable-leader-election",
         None,
         "deprecated spelling of --leader-elect (as in operator-sdk)",
@@ -99,7 +99,7 @@ def add_flags(run: argparse.ArgumentParser) -> None:
         "is 8888)",
     )
     add_bool(
-        sdk,  # type: ignore[arg-type]
+        sdk,
         "--enable-http2",
         False,
         "accepted; the endpoints speak HTTP/1.1 (operator-sdk's default too)",

@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import logging
 
+from runner.app.cli.goflags import add_bool
+
 #: zap's level names, as Python logging levels (dpanic, panic and fatal are above error).
 LEVELS = {
     "debug": logging.DEBUG,
@@ -65,15 +67,7 @@ def _time_encoding(text: str) -> str:
 
 def add_flags(run: argparse.ArgumentParser) -> None:
     zap = run.add_argument_group("logging (controller-runtime's zap flags)")
-    zap.add_argument(
-        "--zap-devel",
-        type=lambda t: t.strip().lower() in ("1", "t", "true"),
-        nargs="?",
-        const=True,
-        default=False,
-        metavar="BOOL",
-        help="development defaults: level debug, stack traces from warn",
-    )
+    add_bool(zap, "--zap-devel", False, "development defaults: level debug, stack traces from warn")
     zap.add_argument("--zap-encoder", type=_encoder, default=None, help="json or console")
     zap.add_argument(
         "--zap-log-level",
