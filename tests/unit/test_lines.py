@@ -15,6 +15,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from runner.ansible.warm.patches import registry
 from runner.scaffold.lines import ANSIBLE_PACKAGE, DEFAULT_LINE, LINES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,6 +54,8 @@ def test_one_list_of_lines_everywhere() -> None:
     assert list(table) == list(LINES)
     for line, (ansible, _sha, _core) in table.items():
         assert int(ansible.split(".")[0]) == ANSIBLE_PACKAGE[line], line
+    # a line added without verifying the warm executor's patches on it would run plain
+    assert registry.CORE_LINES == LINES
 
 
 @pytest.mark.parametrize("line", LINES)
