@@ -49,8 +49,12 @@ import tempfile
 import threading
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from .cluster import ANY_OBJECT, crd_body, crd_version, established
+from .harness import wait_until
 
 GROUP = "bench.operator-runner.dev"
 ROLE = """---
@@ -92,47 +96,8 @@ def crd(kind: str, cel: bool = False) -> dict[str, Any]:
         spec["x-kubernetes-validations"] = [
             {"rule": "self.target != 'taken'", "message": "spec.target is taken"}
         ]
-    plural = kind.lower() + "s"
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": spec,
-                                "status": {
-                                    "type": "object",
-                                    "x-kubernetes-preserve-unknown-fields": True,
-                                },
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
-def wait(probe: Any, timeout: float, what: str, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+    schema = {"type": "object", "properties": {"spec": spec, "status": ANY_OBJECT}}
+    return crd_body(GROUP, kind, [crd_version("v1", schema)])
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -241,7 +206,7 @@ def reconcile_latency(api: Any, namespace: str, n: int, tag: str) -> list[float]
             conditions = (obj.get("status") or {}).get("conditions") or []
             return any(c["type"] == "Successful" and c["status"] == "True" for c in conditions)
 
-        wait(successful, 60, f"{name} Successful", interval=0.02)
+        wait_until(successful, 60, f"{name} Successful", interval=0.02)
         seconds.append(time.monotonic() - started)
         time.sleep(0.5)
     return seconds
@@ -261,14 +226,7 @@ def measure(kubeconfig: Path, work: Path, seconds: float) -> dict[str, Any]:
             if err.status != 409:
                 raise
     for name in ("guards", "celguards", "probes"):
-        wait(
-            lambda n=name: any(
-                c.type == "Established" and c.status == "True"
-                for c in ext.read_custom_resource_definition(f"{n}.{GROUP}").status.conditions or []
-            ),
-            30,
-            f"CRD {name}",
-        )
+        wait_until(partial(established, ext, f"{name}.{GROUP}"), 30, f"CRD {name}")
     namespace = f"admission-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": namespace}})
     name = f"bench-{uuid.uuid4().hex[:8]}"
@@ -290,12 +248,12 @@ def measure(kubeconfig: Path, work: Path, seconds: float) -> dict[str, Any]:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environ)
     result: dict[str, Any] = {"log": str(log_path)}
     try:
-        wait(lambda: "served for the API server" in log_path.read_text(), 120, "the webhooks")
+        wait_until(lambda: "served for the API server" in log_path.read_text(), 120, "the webhooks")
         guard, cel = (
             Load(api, namespace, "guards", "Guard"),
             Load(api, namespace, "celguards", "CelGuard"),
         )
-        wait(lambda: guard.one()[1] == "allowed", 120, "the first admission")  # warm
+        wait_until(lambda: guard.one()[1] == "allowed", 120, "the first admission")  # warm
         for _ in range(5):
             guard.one()
         rows = []

@@ -7,6 +7,7 @@ import random
 import string
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 from kubernetes import client, config
@@ -20,6 +21,45 @@ def established(ext: client.ApiextensionsV1Api, name: str) -> bool:
     """The CRD `name` is Established (the API server serves its kind)."""
     crd = ext.read_custom_resource_definition(name)
     return any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or [])
+
+
+def crd_version(name: str, schema: dict[str, Any], storage: bool = True) -> dict[str, Any]:
+    """One served version of a CRD with a status subresource and this OpenAPI schema."""
+    return {
+        "name": name,
+        "served": True,
+        "storage": storage,
+        "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": schema},
+    }
+
+
+def crd_body(
+    group: str,
+    kind: str,
+    versions: list[dict[str, Any]],
+    conversion: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A namespaced CRD of `kind` in `group` (plural: the kind in lower case, plus s)."""
+    plural = kind.lower() + "s"
+    spec: dict[str, Any] = {
+        "group": group,
+        "scope": "Namespaced",
+        "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+        "versions": versions,
+    }
+    if conversion is not None:
+        spec["conversion"] = conversion
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": spec,
+    }
+
+
+#: The schema of a version that keeps whatever it is given.
+ANY_OBJECT: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
 class Cluster:

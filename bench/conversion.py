@@ -39,6 +39,7 @@ from typing import Any
 
 from kubernetes import client, config
 
+from .cluster import ANY_OBJECT, crd_body, crd_version
 from .harness import REPO, log
 from .operators import RunningOperator, ours_spec
 from .results import pct
@@ -67,41 +68,18 @@ def crd(kind: str) -> dict[str, Any]:
     def version(name: str, field: str, storage: bool) -> dict[str, Any]:
         spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
         spec["properties"] = {field: {"type": "integer"}}
-        return {
-            "name": name,
-            "served": True,
-            "storage": storage,
-            "subresources": {"status": {}},
-            "schema": {
-                "openAPIV3Schema": {
-                    "type": "object",
-                    "properties": {
-                        "spec": spec,
-                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                    },
-                }
-            },
-        }
+        schema = {"type": "object", "properties": {"spec": spec, "status": ANY_OBJECT}}
+        return crd_version(name, schema, storage)
 
-    plural = kind.lower() + "s"
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-            "conversion": {
-                "strategy": "Webhook",
-                "webhook": {
-                    "conversionReviewVersions": ["v1"],
-                    "clientConfig": {"url": "https://127.0.0.1:1/convert"},
-                },
-            },
-            "versions": [version("v1alpha1", "size", True), version("v1alpha0", "replicas", False)],
+    conversion = {
+        "strategy": "Webhook",
+        "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {"url": "https://127.0.0.1:1/convert"},
         },
     }
+    versions = [version("v1alpha1", "size", True), version("v1alpha0", "replicas", False)]
+    return crd_body(GROUP, kind, versions, conversion)
 
 
 def flask_like(kind: str, i: int) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any
 
 from kubernetes import client, config
 
-from .cluster import established
+from .cluster import ANY_OBJECT, crd_body, crd_version, established
 from .harness import wait_until
 
 GROUP = "bench.operator-runner.dev"
@@ -45,30 +45,7 @@ TASK = """---
       data:
         value: "{value}"
 """
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"reloads.{GROUP}"},
-    "spec": {
-        "group": GROUP,
-        "scope": "Namespaced",
-        "names": {"plural": "reloads", "singular": "reload", "kind": "Reload"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+CRD = crd_body(GROUP, "Reload", [crd_version("v1", ANY_OBJECT)])
 
 
 def _kubectl_apply(api: client.ApiClient, obj: dict[str, Any]) -> None:

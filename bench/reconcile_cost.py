@@ -27,7 +27,7 @@ from typing import Any
 
 from kubernetes import client, config
 
-from .cluster import established
+from .cluster import ANY_OBJECT, crd_body, crd_version, established
 from .harness import BENCH, wait_until
 
 GROUP = "cost.operator-runner.dev"
@@ -76,31 +76,7 @@ def rss_mb(root: int) -> float:
 
 
 def crd(kind: str) -> dict[str, Any]:
-    plural = kind.lower() + "s"
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return crd_body(GROUP, kind, [crd_version("v1", ANY_OBJECT)])
 
 
 def successful(
