@@ -58,6 +58,10 @@ CONVERSION_TIMEOUT: Final = 25.0
 #: Seconds kept back from the API server's `?timeout=` for the answer to reach it.
 MARGIN: Final = 1.0
 TMP_PREFIX: Final = "operator-runner-conversion-"
+#: Conversion runs at once, for all the kinds together: a burst of writes (the API server
+#: converts each) queues for these, within each review's deadline, instead of starting a run
+#: per write.
+CONVERSION_RUNS: Final = 4
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ class Converter:
         runs: QuickRuns | None = None,
         folder: Path | None = None,
         options: ConvertOptions | None = None,
+        slots: asyncio.Semaphore | None = None,
     ) -> None:
         if watch.convert is None:
             raise ValueError(f"{watch.gvk} has no convert")
@@ -103,6 +108,7 @@ class Converter:
         self._runs = runs
         self._folder = folder  # the role's playbook, the runs' answer files
         self._options = options or ConvertOptions()
+        self._slots = slots or asyncio.Semaphore(CONVERSION_RUNS)
 
     def mask(self, text: str) -> str:
         """`text` with the values of the Secrets the runs read masked."""
@@ -149,13 +155,18 @@ class Converter:
         )
         try:
             try:
-                result = await asyncio.wait_for(self._runs.run_quick(quick), limit)
+                result = await asyncio.wait_for(self._bounded(quick), limit)
             except TimeoutError:
                 raise ConversionFailed(f"did not finish in {limit:g} s") from None
             _check(result)
             return settle(request, _read_answers(answers))
         finally:
             answers.unlink(missing_ok=True)
+
+    async def _bounded(self, quick: QuickRequest) -> RunResult:
+        assert self._runs is not None
+        async with self._slots:
+            return await self._runs.run_quick(quick)
 
 
 def _check(result: RunResult) -> None:
@@ -202,7 +213,8 @@ class Conversions:
         folder = None
         if any(w.convert is not None and w.convert.by_ansible for w in converting):
             folder = tempdirs.private_dir(TMP_PREFIX)
-        converters = [Converter(w, runs, folder, options) for w in converting]
+        slots = asyncio.Semaphore(CONVERSION_RUNS)
+        converters = [Converter(w, runs, folder, options, slots) for w in converting]
         return cls(converters, folder)
 
     def close(self) -> None:

@@ -16,7 +16,13 @@ import yaml
 
 from runner.ansible.interface import QuickRequest, RunResult
 from runner.ansible.results import RunSummary
-from runner.convert.converter import ANSWERS_ENV, Conversions, Converter, ConvertOptions
+from runner.convert.converter import (
+    ANSWERS_ENV,
+    CONVERSION_RUNS,
+    Conversions,
+    Converter,
+    ConvertOptions,
+)
 from runner.convert.fieldmap import convert_fields
 from runner.convert.review import ConversionFailed, ReviewError, read_review, settle
 from runner.util.redact import SecretValues
@@ -295,6 +301,41 @@ def test_reviews_at_once_answer_in_files_of_their_own(tmp_path: Path) -> None:
     answers = asyncio.run(both())
     assert [a["response"]["convertedObjects"][0]["metadata"]["name"] for a in answers] == ["a", "b"]
     assert len(set(runs.answer_files)) == 2
+    conversions.close()
+
+
+def test_a_burst_of_reviews_runs_at_most_conversion_runs_at_once(tmp_path: Path) -> None:
+    class Gated(AnsweringRuns):
+        running = most = 0
+        gate: asyncio.Event
+
+        async def run_quick(self, request: QuickRequest) -> RunResult:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            await self.gate.wait()
+            self.running -= 1
+            return await super().run_quick(request)
+
+    runs = Gated(ok(), rename)
+    conversions = role_converter(tmp_path, runs)
+
+    async def burst() -> list[dict[str, Any]]:
+        runs.gate = asyncio.Event()
+        reviews = [
+            asyncio.ensure_future(conversions.review(review([flask(f"f{i}", uid=f"u{i}")])))
+            for i in range(3 * CONVERSION_RUNS)
+        ]
+        while runs.running < CONVERSION_RUNS:  # the first ones start; the others queue
+            await asyncio.sleep(0)
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert runs.running == CONVERSION_RUNS
+        runs.gate.set()
+        return await asyncio.gather(*reviews)
+
+    answers = asyncio.run(burst())
+    assert runs.most == CONVERSION_RUNS and len(runs.requests) == 3 * CONVERSION_RUNS
+    assert all(a["response"]["result"] == {"status": "Success"} for a in answers)
     conversions.close()
 
 
