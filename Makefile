@@ -60,9 +60,10 @@ lock: ## Re-resolve constraints/ansible-core-<line>.txt of ANSIBLE_CORE from pyp
 
 .PHONY: lint
 lint: venv ## ruff, mypy, the import contract (.importlinter: the packages' layers) and shellcheck on every shell script (hack/lint-shell.sh).
-	$(BIN)/ruff check runner tests bench
-	$(BIN)/ruff format --check runner tests bench
+	$(BIN)/ruff check runner tests bench hack
+	$(BIN)/ruff format --check runner tests bench hack
 	$(BIN)/mypy
+	$(BIN)/mypy hack/*.py hack/lib/*.py
 	$(BIN)/lint-imports
 	hack/lint-shell.sh $(BIN)/shellcheck
 

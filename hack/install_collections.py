@@ -27,15 +27,17 @@ from pathlib import Path
 
 # ansible-core line: (the newest `ansible` release of that line, sha256 of its wheel, the
 # kubernetes.core version inside, for the messages and docs)
+# fmt: off
 ANSIBLE: dict[str, tuple[str, str, str]] = {
     "2.15": ("8.7.0", "fa7d3bc2dfdb0ab031df645814ff86b15cb5ec041bfbee4041f795abfa5646ca", "2.4.0"),
     "2.16": ("9.13.0", "b64c6e8cad0171576e0ed4b1fd48a5dc551128580dbb979d0e8b4cd85b969074", "2.4.2"),
     "2.17": ("10.7.0", "0089f08e047ceb70edd011be009f5c6273add613fbe491e9697c0556c989d8ea", "3.2.0"),
-    "2.18": ("11.13.0", "7f1c9c6a6026ff214d9240647e4d2b019b2a9d4c7a2bc733932bcf92af80ab04", "5.4.1"),
+    "2.18": ("11.13.0", "7f1c9c6a6026ff214d9240647e4d2b019b2a9d4c7a2bc733932bcf92af80ab04", "5.4.1"),  # noqa: E501
     "2.19": ("12.3.0", "cd156f82fa87f7a899212b0efa9f7ca3a24d609212de9f78428a572eb01e5414", "6.2.0"),
     "2.20": ("13.8.0", "daf9c9a2850bbc6c098ba3368aeba99d4ae37c90bca47f974dc19342c0571361", "6.4.0"),
     "2.21": ("14.5.0", "245623ccc2d31d0f6f4bdb63168d550cad305fb032cc43d96e8f61ce8ab0ba84", "6.6.0"),
 }
+# fmt: on
 COLLECTIONS = ("kubernetes/core",)
 
 
@@ -65,7 +67,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("target", nargs="?", type=Path, help="default: this Python's site-packages")
     parser.add_argument("--line", help="ansible-core line, e.g. 2.18; default: the installed one")
-    parser.add_argument("--print-version", action="store_true", help="print the ansible release and exit")
+    parser.add_argument(
+        "--print-version", action="store_true", help="print the ansible release and exit"
+    )
     args = parser.parse_args()
     line = args.line or installed_line()
     version, sha256, core = ansible_for(line)
@@ -78,8 +82,18 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--only-binary=:all:", "--dest", tmp, f"ansible=={version}"],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--dest",
+                tmp,
+                f"ansible=={version}",
+            ],
             check=True,
         )
         wheel = next(Path(tmp).glob("ansible-*.whl"))

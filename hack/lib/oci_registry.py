@@ -37,7 +37,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self.serve(with_body=False)
 
-    def reply(self, code: int, data: bytes, ctype: str, digest: str = "", body: bool = True) -> None:
+    def reply(
+        self, code: int, data: bytes, ctype: str, digest: str = "", body: bool = True
+    ) -> None:
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
