@@ -59,12 +59,13 @@ lock: ## Re-resolve constraints/ansible-core-<line>.txt of ANSIBLE_CORE from pyp
 	@hack/lock.sh $(ANSIBLE_CORE)
 
 .PHONY: lint
-lint: venv ## ruff, mypy, the import contract (.importlinter: the packages' layers) and shellcheck on every shell script (hack/lint-shell.sh).
+lint: venv ## ruff, mypy, the import contract (.importlinter: the packages' layers), module sizes (hack/module_sizes.py) and shellcheck on every shell script (hack/lint-shell.sh).
 	$(BIN)/ruff check runner tests bench hack
 	$(BIN)/ruff format --check runner tests bench hack
 	$(BIN)/mypy
 	$(BIN)/mypy hack/*.py hack/lib/*.py
 	$(BIN)/lint-imports
+	$(BIN)/python hack/module_sizes.py
 	hack/lint-shell.sh $(BIN)/shellcheck
 
 .PHONY: unit
