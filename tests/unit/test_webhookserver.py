@@ -139,7 +139,7 @@ def _registration(delete_at_stop: bool = False) -> Registration:
     )
 
 
-def test_the_registrar_creates_patches_and_deletes() -> None:
+def test_the_registrar_creates_patches_and_deletes(caplog: pytest.LogCaptureFixture) -> None:
     api = FakeApi()
 
     async def go() -> None:
@@ -165,6 +165,14 @@ def test_the_registrar_creates_patches_and_deletes() -> None:
         assert patched is not None
         assert patched["webhooks"][0]["clientConfig"]["url"] == "https://127.0.0.1:9443/v"
         assert "caBundle" in patched["webhooks"][0]["clientConfig"]
+        [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert "changed by someone else (it pointed at https://elsewhere)" in warning
+        # said once: the next change is an info line
+        patched["webhooks"][0]["clientConfig"] = {"service": {"namespace": "x", "name": "y"}}
+        api.put(PATH, patched)
+        assert await registrar.sync()
+        assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 1
+        assert api.get(PATH)["webhooks"][0]["clientConfig"]["url"] == "https://127.0.0.1:9443/v"
         # a rotation: the subscribers write the new bundle
         certs._clock = lambda: time.time() + 3000
         await certs.ensure()

@@ -146,6 +146,8 @@ class Registrar:
         self.period = period
         self.registrations: list[Registration] = []
         self._failed: dict[str, str] = {}  # what failed at the last look, by registration
+        self._as_wanted: set[str] = set()  # registrations seen as this process wants them
+        self._warned: set[str] = set()  # changed by someone else: said once, at warning level
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
@@ -199,15 +201,35 @@ class Registrar:
             target[registration.path[-1]] = wanted
             await self.client.send(objects.create(registration.resource, None, body))
             log.info("webhooks: %s created", registration)
+            self._as_wanted.add(str(registration))
             return
         current = _at(existing, registration.path)
         if bundle is None:
             wanted = keep_ca_bundles(current, wanted)
         if contains(current, wanted):
+            self._as_wanted.add(str(registration))
             return
         patch = _nested(registration.path, replacing_patch(current, wanted))
         await self.client.send(objects.merge_patch(ref, patch))
-        log.info("webhooks: %s updated", registration)
+        self._said_updated(registration, current)
+        self._as_wanted.add(str(registration))
+
+    def _said_updated(self, registration: Registration, current: Any) -> None:
+        """An update is news when this process had it as wanted: someone else changed it since
+        (another operator of the kind pointing a CRD's one conversion at itself, or an edit by
+        hand). The first time at warning level, naming where it pointed."""
+        key = str(registration)
+        if key in self._as_wanted and key not in self._warned:
+            self._warned.add(key)
+            log.warning(
+                "webhooks: %s was changed by someone else (it pointed at %s), set back to this "
+                "process; another operator serving the same kind? Each sets it back every %g s",
+                registration,
+                _pointed_at(current),
+                self.period,
+            )
+        else:
+            log.info("webhooks: %s updated", registration)
 
     async def start(self) -> None:
         """The first writes (failures are logged, and tried again), then the looks."""
@@ -243,6 +265,33 @@ class Registrar:
                     log.info("webhooks: %s set back (it pointed at this process)", registration)
             except (ApiError, OSError) as err:
                 log.warning("webhooks: %s not set back: %s", registration, err)
+
+
+def _pointed_at(node: Any) -> str:
+    """The first clientConfig's url or service in `node`, for a log line."""
+    if isinstance(node, dict):
+        config = node.get("clientConfig")
+        if isinstance(config, dict):
+            if config.get("url"):
+                return str(config["url"])
+            service = config.get("service")
+            if isinstance(service, dict):
+                return "service {}/{}:{}{}".format(
+                    service.get("namespace"),
+                    service.get("name"),
+                    service.get("port", 443),
+                    service.get("path") or "",
+                )
+        children: list[Any] = list(node.values())
+    elif isinstance(node, list):
+        children = node
+    else:
+        return "nothing"
+    for child in children:
+        found = _pointed_at(child)
+        if found != "nothing":
+            return found
+    return "nothing"
 
 
 def _explain(registration: Registration, err: Exception) -> str:
