@@ -33,7 +33,9 @@ class ScaffoldError(ValueError):
 _DNS_LABEL: Final = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN: Final = re.compile(rf"^{_DNS_LABEL}(?:\.{_DNS_LABEL})*$")
 _DNS_LABEL_ONLY: Final = re.compile(rf"^{_DNS_LABEL}$")
-_VERSION: Final = re.compile(r"^v[1-9][0-9]*(?:(?:alpha|beta)[1-9][0-9]*)?$")
+# Kubebuilder's pattern (pkg/model/resource: ^v\d+(?:alpha\d+|beta\d+)?$), which is also what
+# Kubernetes sorts as a version (apimachinery's kube-aware order): v1alpha0 below v1alpha1.
+_VERSION: Final = re.compile(r"^v[0-9]+(?:(?:alpha|beta)[0-9]+)?$")
 _KIND: Final = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 # The namespace is <project>-system: a DNS label of at most 63 characters.
 _MAX_PROJECT_NAME: Final = 63 - len("-system")
@@ -81,7 +83,7 @@ def check_version(version: str) -> None:
     if not _VERSION.match(version):
         raise ScaffoldError(
             f"--version {version!r} is not a Kubernetes API version: v<N>, optionally followed "
-            "by alpha<N> or beta<N> (N from 1), e.g. v1, v1alpha1, v2beta3"
+            "by alpha<N> or beta<N>, e.g. v1, v1alpha1, v2beta3"
         )
 
 

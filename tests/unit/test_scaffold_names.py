@@ -43,13 +43,16 @@ def test_bad_groups(group: str) -> None:
         check_group(group)
 
 
-@pytest.mark.parametrize("version", ["v1", "v1alpha1", "v2beta3", "v10", "v1beta12"])
+@pytest.mark.parametrize(
+    "version",
+    ["v1", "v1alpha1", "v2beta3", "v10", "v1beta12", "v1alpha0", "v0"],  # Kubebuilder's
+)
 def test_good_versions(version: str) -> None:
     check_version(version)
 
 
 @pytest.mark.parametrize(
-    "version", ["1", "v0", "V1", "v1alpha", "v1gamma1", "v1alpha0", "v01", "v1-alpha1", ""]
+    "version", ["1", "V1", "v1alpha", "v1gamma1", "v1-alpha1", "v1.0", "1alpha1", ""]
 )
 def test_bad_versions(version: str) -> None:
     with pytest.raises(ScaffoldError, match="Kubernetes API version"):
