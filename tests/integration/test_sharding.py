@@ -35,7 +35,20 @@ TIMINGS = (
     "--leader-elect-renew-deadline=4s",
     "--leader-elect-retry-period=1s",
 )
-CRS = [f"cr-{i:02d}" for i in range(12)]
+REPLICAS = ("shard-a", "shard-b", "shard-c")
+
+
+def cr_names(namespace: str, count: int = 12, each: int = 2) -> list[str]:
+    """`count` CR names of which each of the three replicas holds at least `each` (rendezvous
+    hashing of `<namespace>/<name>`, and the namespace is random: 12 names taken blindly left
+    one replica with none in about 2 % of runs)."""
+    candidates = [f"cr-{i:02d}" for i in range(100)]
+    chosen: list[str] = []
+    for member in REPLICAS:
+        owned = [n for n in candidates if rendezvous(f"{namespace}/{n}", list(REPLICAS)) == member]
+        chosen += owned[:each]
+    chosen += [n for n in candidates if n not in chosen][: count - len(chosen)]
+    return sorted(chosen)
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +103,9 @@ def wait_for(probe, *, timeout: float, what: str, ops: list[RunningOperator]):  
 
 def split_as_hashed(env: Env, members: list[str]) -> bool:
     now = holders(env)
-    return len(now) == len(CRS) and all(
-        now[name] == rendezvous(f"{env.ns}/{name}", members) for name in CRS
+    names = cr_names(env.ns)
+    return len(now) == len(names) and all(
+        now[name] == rendezvous(f"{env.ns}/{name}", members) for name in names
     )
 
 
@@ -115,20 +129,21 @@ def ran_by(journal: Path) -> set[str]:
 def test_replicas_divide_the_crs_and_never_run_one_twice_at_once(env: Env) -> None:
     journal = env.tmp / "journal"
     journal.touch()
+    names = cr_names(env.ns)
     ops: list[RunningOperator] = []
     a = replica(env, "shard-a")
     ops.append(a)
     try:
-        for name in CRS:
+        for name in names:
             env.create(KIND, name, {"journal": str(journal)})
         wait_for(
             lambda: split_as_hashed(env, ["shard-a"]), timeout=90, what="shard-a holds all", ops=ops
         )
-        wait_for(lambda: set(runs(journal)) == set(CRS), timeout=90, what="a ran each", ops=ops)
+        wait_for(lambda: set(runs(journal)) == set(names), timeout=90, what="a ran each", ops=ops)
 
         b, c = replica(env, "shard-b"), replica(env, "shard-c")  # two join
         ops += [b, c]
-        three = ["shard-a", "shard-b", "shard-c"]
+        three = list(REPLICAS)
         wait_for(lambda: split_as_hashed(env, three), timeout=60, what="a split in three", ops=ops)
         assert {h for h in holders(env).values()} == set(three), holders(env)
         wait_for(  # the new replicas run what they were handed
@@ -142,7 +157,7 @@ def test_replicas_divide_the_crs_and_never_run_one_twice_at_once(env: Env) -> No
         two = ["shard-a", "shard-c"]
         wait_for(lambda: split_as_hashed(env, two), timeout=30, what="b's CRs taken over", ops=ops)
 
-        moving = [n for n in CRS if rendezvous(f"{env.ns}/{n}", two) == "shard-c"]
+        moving = [n for n in names if rendezvous(f"{env.ns}/{n}", two) == "shard-c"]
         killed = time.monotonic()
         c.proc.send_signal(signal.SIGKILL)  # c dies
         c.proc.wait(timeout=10)
@@ -162,7 +177,7 @@ def test_replicas_divide_the_crs_and_never_run_one_twice_at_once(env: Env) -> No
         )
         before = {name: len(r) for name, r in runs(journal).items()}
         wait_for(  # every CR runs on, under its new holder
-            lambda: all(len(runs(journal)[n]) > before.get(n, 0) for n in CRS),
+            lambda: all(len(runs(journal)[n]) > before.get(n, 0) for n in names),
             timeout=60,
             what="every CR run again",
             ops=ops,
