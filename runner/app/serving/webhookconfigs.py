@@ -169,6 +169,7 @@ class Registrar:
                 except (ApiError, OSError, NotThere) as err:
                     self._failed_with(registration, _explain(registration, err))
                 else:
+                    self._as_wanted.add(str(registration))
                     if self._failed.pop(str(registration), None) is not None:
                         log.info("webhooks: %s written", registration)
             return not self._failed
@@ -201,18 +202,15 @@ class Registrar:
             target[registration.path[-1]] = wanted
             await self.client.send(objects.create(registration.resource, None, body))
             log.info("webhooks: %s created", registration)
-            self._as_wanted.add(str(registration))
             return
         current = _at(existing, registration.path)
         if bundle is None:
             wanted = keep_ca_bundles(current, wanted)
         if contains(current, wanted):
-            self._as_wanted.add(str(registration))
             return
         patch = _nested(registration.path, replacing_patch(current, wanted))
         await self.client.send(objects.merge_patch(ref, patch))
         self._said_updated(registration, current)
-        self._as_wanted.add(str(registration))
 
     def _said_updated(self, registration: Registration, current: Any) -> None:
         """An update is news when this process had it as wanted: someone else changed it since
@@ -225,7 +223,7 @@ class Registrar:
                 "webhooks: %s was changed by someone else (it pointed at %s), set back to this "
                 "process; another operator serving the same kind? Each sets it back every %g s",
                 registration,
-                _pointed_at(current),
+                _pointed_at(current) or "nothing",
                 self.period,
             )
         else:
@@ -267,7 +265,7 @@ class Registrar:
                 log.warning("webhooks: %s not set back: %s", registration, err)
 
 
-def _pointed_at(node: Any) -> str:
+def _pointed_at(node: Any) -> str | None:
     """The first clientConfig's url or service in `node`, for a log line."""
     if isinstance(node, dict):
         config = node.get("clientConfig")
@@ -286,12 +284,8 @@ def _pointed_at(node: Any) -> str:
     elif isinstance(node, list):
         children = node
     else:
-        return "nothing"
-    for child in children:
-        found = _pointed_at(child)
-        if found != "nothing":
-            return found
-    return "nothing"
+        return None
+    return next((found for c in children if (found := _pointed_at(c)) is not None), None)
 
 
 def _explain(registration: Registration, err: Exception) -> str:
