@@ -43,10 +43,10 @@ def cr_names(namespace: str, count: int = 12, each: int = 2) -> list[str]:
     hashing of `<namespace>/<name>`, and the namespace is random: 12 names taken blindly left
     one replica with none in about 2 % of runs)."""
     candidates = [f"cr-{i:02d}" for i in range(100)]
+    owner = {n: rendezvous(f"{namespace}/{n}", list(REPLICAS)) for n in candidates}
     chosen: list[str] = []
     for member in REPLICAS:
-        owned = [n for n in candidates if rendezvous(f"{namespace}/{n}", list(REPLICAS)) == member]
-        chosen += owned[:each]
+        chosen += [n for n in candidates if owner[n] == member][:each]
     chosen += [n for n in candidates if n not in chosen][: count - len(chosen)]
     return sorted(chosen)
 
@@ -101,9 +101,8 @@ def wait_for(probe, *, timeout: float, what: str, ops: list[RunningOperator]):  
         raise
 
 
-def split_as_hashed(env: Env, members: list[str]) -> bool:
+def split_as_hashed(env: Env, names: list[str], members: list[str]) -> bool:
     now = holders(env)
-    names = cr_names(env.ns)
     return len(now) == len(names) and all(
         now[name] == rendezvous(f"{env.ns}/{name}", members) for name in names
     )
@@ -137,14 +136,19 @@ def test_replicas_divide_the_crs_and_never_run_one_twice_at_once(env: Env) -> No
         for name in names:
             env.create(KIND, name, {"journal": str(journal)})
         wait_for(
-            lambda: split_as_hashed(env, ["shard-a"]), timeout=90, what="shard-a holds all", ops=ops
+            lambda: split_as_hashed(env, names, ["shard-a"]),
+            timeout=90,
+            what="shard-a holds all",
+            ops=ops,
         )
         wait_for(lambda: set(runs(journal)) == set(names), timeout=90, what="a ran each", ops=ops)
 
         b, c = replica(env, "shard-b"), replica(env, "shard-c")  # two join
         ops += [b, c]
         three = list(REPLICAS)
-        wait_for(lambda: split_as_hashed(env, three), timeout=60, what="a split in three", ops=ops)
+        wait_for(
+            lambda: split_as_hashed(env, names, three), timeout=60, what="a split in three", ops=ops
+        )
         assert {h for h in holders(env).values()} == set(three), holders(env)
         wait_for(  # the new replicas run what they were handed
             lambda: {"shard-b", "shard-c"} <= ran_by(journal),
@@ -155,14 +159,19 @@ def test_replicas_divide_the_crs_and_never_run_one_twice_at_once(env: Env) -> No
 
         assert b.stop(timeout=60) == 0, b.log_text()[-3000:]  # b leaves cleanly
         two = ["shard-a", "shard-c"]
-        wait_for(lambda: split_as_hashed(env, two), timeout=30, what="b's CRs taken over", ops=ops)
+        wait_for(
+            lambda: split_as_hashed(env, names, two), timeout=30, what="b's CRs taken over", ops=ops
+        )
 
         moving = [n for n in names if rendezvous(f"{env.ns}/{n}", two) == "shard-c"]
         killed = time.monotonic()
         c.proc.send_signal(signal.SIGKILL)  # c dies
         c.proc.wait(timeout=10)
         wait_for(
-            lambda: split_as_hashed(env, ["shard-a"]), timeout=60, what="c's CRs taken", ops=ops
+            lambda: split_as_hashed(env, names, ["shard-a"]),
+            timeout=60,
+            what="c's CRs taken",
+            ops=ops,
         )
         pickup = time.monotonic() - killed
         print(f"\na SIGKILLed replica's {len(moving)} CRs were taken over in {pickup:.1f} s")
