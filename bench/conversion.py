@@ -66,8 +66,7 @@ WATCHES = f"""---
 
 def crd(kind: str) -> dict[str, Any]:
     def version(name: str, field: str, storage: bool) -> dict[str, Any]:
-        spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-        spec["properties"] = {field: {"type": "integer"}}
+        spec = {**ANY_OBJECT, "properties": {field: {"type": "integer"}}}
         schema = {"type": "object", "properties": {"spec": spec, "status": ANY_OBJECT}}
         return crd_version(name, schema, storage)
 
