@@ -11,6 +11,7 @@ reach Ansible intact.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,13 @@ from runner.ansible.warm.pool import WarmPool, runner_env
 from runner.util import tempdirs
 
 log = logging.getLogger("runner.executor")
+
+# The threads runs wait in (a run is a thread waiting for its ansible-playbook). Not a limit: the
+# kinds' workers and the memory slots bound the runs in flight. The runs have a pool of their
+# own so that they never take all of asyncio's default one (min(32, CPUs + 4) threads: 6 on two
+# CPUs), which the short calls share: an admission's quick run starting, the client's
+# credentials, a run's log. On it, seven runs at once made every admission wait for a whole run.
+RUN_THREADS = 1024
 
 # ansible-playbook and friends of the Python environment the runner runs in go first on PATH.
 _BIN_DIR = Path(sys.executable).parent
@@ -138,6 +147,7 @@ class Executor:
         self._slots = asyncio.Semaphore(max_parallel_runs) if max_parallel_runs else None
         tmp_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._cancel = threading.Event()
+        self._threads = ThreadPoolExecutor(RUN_THREADS, thread_name_prefix="ansible-run")
         self._warm = WarmLifecycle(self._env, warm, warm_idle_timeout, self._canary)
         self._quick_env: dict[str, str] | None = None  # ansible-runner's environment of a run
         self._quick = quickrun.QuickRunner(
@@ -171,6 +181,7 @@ class Executor:
     def close(self) -> None:
         self._quick.close()
         self._warm.close()
+        self._threads.shutdown(wait=False)
         shutil.rmtree(self.run_tmp, ignore_errors=True)
 
     def cancel_all(self) -> None:
@@ -179,9 +190,15 @@ class Executor:
 
     async def run(self, request: RunRequest) -> RunResult:
         if self._slots is None:
-            return await asyncio.to_thread(self.run_sync, request)
+            return await self._in_thread(request)
         async with self._slots:
-            return await asyncio.to_thread(self.run_sync, request)
+            return await self._in_thread(request)
+
+    async def _in_thread(self, request: RunRequest) -> RunResult:
+        """`run_sync` in a thread of the runs' own pool (RUN_THREADS), as asyncio.to_thread."""
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._threads, context.run, self.run_sync, request)
 
     def run_sync(self, request: RunRequest) -> RunResult:
         """One run: on the warm executor when it is up; a run in which a patch failed is run
