@@ -11,8 +11,8 @@ import pytest
 from fake_api import FakeApi
 
 from runner.app.manager.conversion import ConversionPart, conversion_spec
-from runner.app.serving.webhookconfigs import Registrar, Registration
-from runner.app.serving.webhookserver import TIMEOUT_KEY
+from runner.app.webhooks.registrar import Registrar, Registration
+from runner.app.webhooks.server import TIMEOUT_KEY
 from runner.convert.converter import Conversions, Converter
 from runner.kube.objects import CUSTOM_RESOURCE_DEFINITIONS
 from runner.watches import GVK, Convert, FieldMap, Watch

@@ -1,4 +1,4 @@
-"""The webhooks' certificates: made, kept, rotated (webhookca.py, webhookcerts.py)."""
+"""The webhooks' certificates: made, kept, rotated (ca.py, certificates.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 from fake_api import FakeApi
 
-from runner.app.serving import webhookca
 from runner.app.serving.tlsfiles import CertFiles
-from runner.app.serving.webhookcerts import (
+from runner.app.webhooks import ca as webhookca
+from runner.app.webhooks.certificates import (
     BUNDLE,
     CA_CRT,
     TLS_CRT,

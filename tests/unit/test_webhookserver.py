@@ -14,15 +14,15 @@ import pytest
 from fake_api import FakeApi
 
 from runner.app.serving.bind import BindAddress
-from runner.app.serving.webhookcerts import GeneratedCertificates, Lifetimes, MemoryStore
-from runner.app.serving.webhookconfigs import (
+from runner.app.webhooks.certificates import GeneratedCertificates, Lifetimes, MemoryStore
+from runner.app.webhooks.registrar import (
     Registrar,
     Registration,
     contains,
     replacing_patch,
     with_ca_bundle,
 )
-from runner.app.serving.webhookserver import TIMEOUT_KEY, WebhookServer, parse_timeout
+from runner.app.webhooks.server import TIMEOUT_KEY, WebhookServer, parse_timeout
 from runner.kube import objects
 
 PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/hooks"
@@ -235,7 +235,7 @@ class _Part:
 
 
 def test_webhooks_in_make_runs_way_and_deployed(tmp_path: Any) -> None:
-    from runner.app.serving.webhooks import Webhooks, WebhookSettings
+    from runner.app.webhooks.assembly import Webhooks, WebhookSettings
 
     api = FakeApi()
     crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.example.com"

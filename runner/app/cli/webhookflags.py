@@ -1,5 +1,5 @@
 """The flags of the webhook server (`validate:`, `mutate:` and conversion webhooks): where it
-listens, its certificates, and how the API server reaches it (runner/app/serving/webhooks.py).
+listens, its certificates, and how the API server reaches it (runner/app/webhooks/assembly.py).
 controller-runtime's names where it has them (`--webhook-bind-address` is its `:9443`,
 `--webhook-cert-dir` its certificate folder)."""
 
@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from runner.app.serving.bind import BindAddressError, parse_bind_address
-from runner.app.serving.webhookcerts import DEFAULT_CERT_DIR
+from runner.app.webhooks.certificates import DEFAULT_CERT_DIR
 from runner.util.durations import parse_period
 
 

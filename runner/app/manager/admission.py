@@ -1,4 +1,4 @@
-"""The watches' `validate:` and `mutate:` as a part of the webhook server (serving/webhooks.py):
+"""The watches' `validate:` and `mutate:` as a part of the webhook server (webhooks/assembly.py):
 one `Admitter` (runner/admit) per watch and hook, served on its Kubebuilder path, and the
 ValidatingWebhookConfiguration and MutatingWebhookConfiguration that send the API server there.
 
@@ -23,8 +23,8 @@ from typing import Any
 from runner.admit import configurations
 from runner.admit.admitter import Admitter, RunSettings
 from runner.ansible.interface import QuickRuns, role_playbook_text
-from runner.app.serving.webhookconfigs import Registration
-from runner.app.serving.webhookserver import Handler
+from runner.app.webhooks.registrar import Registration
+from runner.app.webhooks.server import Handler
 from runner.kube import client as kube
 from runner.kube import objects
 from runner.kube.client import ApiError, KubeClient

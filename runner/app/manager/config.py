@@ -14,7 +14,7 @@ from runner.ansible import collections_path
 from runner.ansible.interface import LogEvents
 from runner.app.leases.lease import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 from runner.app.serving.metricsserver import MetricsSecurity
-from runner.app.serving.webhookcerts import DEFAULT_CERT_DIR
+from runner.app.webhooks.certificates import DEFAULT_CERT_DIR
 from runner.watches import Watch, WatchesError, load_watches
 
 log = logging.getLogger("runner.manager")

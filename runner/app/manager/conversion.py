@@ -1,4 +1,4 @@
-"""Conversion as a part of the operator's webhooks (runner/app/serving/webhooks.py): the
+"""Conversion as a part of the operator's webhooks (runner/app/webhooks/assembly.py): the
 `/convert` path, answered by runner/convert's `Conversions`, and the `spec.conversion` of the CRD
 of every kind whose watch has `convert:`, which the webhooks' registrar keeps pointing at this
 operator with its caBundle:
@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from runner.app.manager.admission import plural_of
-from runner.app.serving.webhookconfigs import Registration
-from runner.app.serving.webhooks import ClientConfig
-from runner.app.serving.webhookserver import TIMEOUT_KEY, Handler
+from runner.app.webhooks.assembly import ClientConfig
+from runner.app.webhooks.registrar import Registration
+from runner.app.webhooks.server import TIMEOUT_KEY, Handler
 from runner.convert.converter import Conversions
 from runner.convert.review import ReviewError, refused
 from runner.kube.client import KubeClient

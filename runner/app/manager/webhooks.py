@@ -23,8 +23,8 @@ from runner.app.manager.config import OperatorConfig, WebhookConfig
 from runner.app.manager.conversion import ConversionPart, conversion_watches
 from runner.app.serving.bind import parse_bind_address
 from runner.app.serving.health import Health
-from runner.app.serving.webhookcerts import Lifetimes
-from runner.app.serving.webhooks import WebhookPart, Webhooks, WebhookSettings
+from runner.app.webhooks.assembly import WebhookPart, Webhooks, WebhookSettings
+from runner.app.webhooks.certificates import Lifetimes
 from runner.convert.converter import Conversions, ConvertOptions
 from runner.dependents.ownership import Owner
 from runner.dependents.proxy import Proxy

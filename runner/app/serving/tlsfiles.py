@@ -4,7 +4,7 @@ The way controller-runtime's certwatcher serves a mounted certificate (cert-mana
 volume, renewed in place): `<dir>/tls.crt` and `<dir>/tls.key`, looked at every few seconds and
 loaded into the same SSL context, so that the next connection gets the new certificate. Used by
 /metrics (`--metrics-secure`, metricstls.py) and the webhook server (`--webhook-cert-dir`,
-webhookcerts.py).
+webhooks/certificates.py).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from runner.app.serving.bind import BindAddress
-from runner.app.serving.webhookcerts import (
+from runner.app.webhooks.certificates import (
     DEFAULT_CERT_DIR,
     GeneratedCertificates,
     Lifetimes,
@@ -39,8 +39,8 @@ from runner.app.serving.webhookcerts import (
     WebhookCertificates,
     mounted,
 )
-from runner.app.serving.webhookconfigs import Registrar, Registration
-from runner.app.serving.webhookserver import Handler, WebhookServer
+from runner.app.webhooks.registrar import Registrar, Registration
+from runner.app.webhooks.server import Handler, WebhookServer
 from runner.kube.client import KubeClient
 from runner.kube.objects import MUTATING_WEBHOOK_CONFIGURATIONS as MUTATING
 from runner.kube.objects import VALIDATING_WEBHOOK_CONFIGURATIONS as VALIDATING

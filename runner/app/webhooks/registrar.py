@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.app.serving.webhookcerts import WebhookCertificates
+from runner.app.webhooks.certificates import WebhookCertificates
 from runner.kube import objects
 from runner.kube.client import ApiError, KubeClient
 from runner.kube.resources import Resource

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from runner.app.serving import webhookca
 from runner.app.serving.tlsfiles import CertFiles, ReloadingTLS, server_context
+from runner.app.webhooks import ca as webhookca
 from runner.kube import objects
 from runner.kube.client import ApiError, KubeClient
 
@@ -50,7 +50,7 @@ Subscriber = Callable[[], Awaitable[None]]
 
 
 class WebhookCertificates(Protocol):
-    """What the webhook server and the caBundle writers (webhookconfigs.py) see."""
+    """What the webhook server and the caBundle writers (registrar.py) see."""
 
     context: ssl.SSLContext
 

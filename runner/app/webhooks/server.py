@@ -13,7 +13,7 @@ the HTTP around it, as controller-runtime's webhook server does:
 - a handler that raises is logged with its path and answered 500 (the API server then applies
   the webhook's failurePolicy).
 
-The SSL context is the certificates' (webhookcerts.py): a certificate renewed or read again
+The SSL context is the certificates' (certificates.py): a certificate renewed or read again
 serves from the next connection on. `check` is the readiness probe's: a TLS handshake with this
 server, verified against the CA the API server is given (a mounted certificate without its CA: the
 handshake alone), as controller-runtime's `StartedChecker` dials its webhook server.
