@@ -37,7 +37,7 @@ from runner.ansible.warm import canary
 from runner.ansible.warm.jobenv import FAILURES_ENV
 from runner.ansible.warm.lifecycle import WarmLifecycle, describe
 from runner.ansible.warm.pool import WarmPool, runner_env
-from runner.util import tempdirs
+from runner.util import priority, tempdirs
 
 log = logging.getLogger("runner.executor")
 
@@ -47,6 +47,7 @@ log = logging.getLogger("runner.executor")
 # CPUs), which the short calls share: an admission's quick run starting, the client's
 # credentials, a run's log. On it, seven runs at once made every admission wait for a whole run.
 RUN_THREADS = 1024
+# Those threads, and the runs they start, are niced below the request path (util/priority.py).
 
 # ansible-playbook and friends of the Python environment the runner runs in go first on PATH.
 _BIN_DIR = Path(sys.executable).parent
@@ -61,7 +62,12 @@ class _PromptCloseSpawn(pexpect.spawn):  # type: ignore[misc]
     sleeps `delayafterclose` (0.1 s) "to give the kernel time" before it checks whether the
     child is still alive (and signals it if so). Here the close waits for the child to exit
     instead (it has closed the pty, so it is exiting), at most 2 s, and skips the sleep once it
-    has; otherwise pexpect's own behaviour follows unchanged."""
+    has; otherwise pexpect's own behaviour follows unchanged. Its session (a pty's) takes the
+    nice value of the run's thread (util/priority.py)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # returns once the child has exec'd, in its session
+        priority.nice_session(self.pid, os.getpriority(os.PRIO_PROCESS, 0))
 
     def close(self, force: bool = True) -> None:
         ptyproc = getattr(self, "ptyproc", None)
@@ -147,7 +153,7 @@ class Executor:
         self._slots = asyncio.Semaphore(max_parallel_runs) if max_parallel_runs else None
         tmp_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._cancel = threading.Event()
-        self._threads = ThreadPoolExecutor(RUN_THREADS, thread_name_prefix="ansible-run")
+        self._threads = ThreadPoolExecutor(RUN_THREADS, "ansible-run", priority.nice_this_thread)
         self._warm = WarmLifecycle(self._env, warm, warm_idle_timeout, self._canary)
         self._quick_env: dict[str, str] | None = None  # ansible-runner's environment of a run
         self._quick = quickrun.QuickRunner(

@@ -358,3 +358,61 @@ def test_a_run_leaves_no_ansible_local_temp_folder(tmp_path: Path, warm: bool) -
     while list(tmp_dir.glob("ansible-local-*")):  # the server removes its own as it stops
         assert time.monotonic() < deadline, sorted(tmp_dir.iterdir())
         time.sleep(0.05)
+
+
+def test_a_job_runs_at_its_clients_priority(module_server: Path, tmp_path: Path) -> None:
+    """A reconcile's runs are niced (executor.py): a job forked by the server takes its
+    client's nice value, as the program it stands in for would."""
+    script = tmp_path / "nice.py"
+    script.write_text("import os; print(os.getpriority(os.PRIO_PROCESS, 0), os.getppid())")
+    client = _client(tmp_path, [sys.executable, "-c", "print('fallback')"])
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    done = subprocess.run(
+        ["nice", "-n", "5", str(client), str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, SOCKET_ENV: str(module_server)},
+        timeout=60,
+    )
+    nice, parent = done.stdout.split()
+    assert int(parent) != os.getpid()  # forked by the server, not the client's fallback
+    assert int(nice) == min(base + 5, 19)
+
+
+NICE = """- hosts: localhost
+  gather_facts: false
+  tasks:
+    - command: cut -d " " -f 19 /proc/self/stat
+      register: nice
+    - copy:
+        content: "{{ nice.stdout }}"
+        dest: "{{ playbook_dir }}/nice.txt"
+"""
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "plain"])
+def test_a_reconciles_run_is_niced_and_the_warm_server_is_not(tmp_path: Path, warm: bool) -> None:
+    """A reconcile's run yields the CPU to admissions' runs, which the warm server forks (and
+    the plain path starts) from the event loop, at the operator's priority."""
+    import asyncio
+
+    from runner.ansible.executor import Executor
+    from runner.ansible.interface import RunRequest
+    from runner.util.priority import RUN_NICENESS
+
+    playbook = _playbook(tmp_path, NICE)
+    request = RunRequest(
+        private_dir=tmp_path / "private", ident="nice", playbook=playbook, extravars_text="{}"
+    )
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    executor = Executor(roles_paths=[], tmp_dir=tmp_path / "tmp", warm=warm)
+    try:
+        result = asyncio.run(executor.run(request))
+        assert result.ok, (result.status, result.stdout_tail)
+        assert executor.warm_running == warm
+        if warm:
+            server = executor._warm._pool.server_pid  # type: ignore[union-attr]
+            assert os.getpriority(os.PRIO_PROCESS, server) == base
+    finally:
+        executor.close()
+    assert int((playbook.parent / "nice.txt").read_text()) == min(base + RUN_NICENESS, 19)

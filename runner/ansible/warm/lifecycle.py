@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 
 from runner.ansible.warm.patches import registry
@@ -54,6 +55,12 @@ class WarmLifecycle:
         self._lock = threading.Lock()
         self._active = 0  # runs holding the pool
         self._idle_timer: threading.Timer | None = None
+        # The server is started from a thread made now, at the operator's priority: the runs'
+        # threads are niced (executor.py), and a process inherits its starting thread's nice
+        # value, which the admission jobs forked from the server would share. (Not shut down
+        # at close: the next run may start the server again; its thread ends with the object.)
+        self._starter = ThreadPoolExecutor(1, thread_name_prefix="warm-start")
+        self._starter.submit(int).result()
 
     @property
     def enabled(self) -> bool:
@@ -77,7 +84,7 @@ class WarmLifecycle:
 
     def _start(self) -> WarmPool | None:
         begun = time.monotonic()
-        pool = WarmPool(self._env)
+        pool = self._starter.submit(WarmPool, self._env).result()
         started = pool.wait_ready()
         failure = started.failure
         ready = time.monotonic()

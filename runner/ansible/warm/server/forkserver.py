@@ -56,6 +56,7 @@ from runner.ansible.warm.patches import (
 from runner.ansible.warm.server import codecache, lookups, profiling
 from runner.ansible.warm.server import process as serverprocess
 from runner.ansible.warm.server.preload import preload_for
+from runner.util import priority
 
 _HEADER = struct.Struct("!I")
 
@@ -132,6 +133,17 @@ def _refused(kind: str) -> str | None:
         return f"its configuration could not be refreshed: {err}"
 
 
+def _client_priority(conn: socket.socket) -> None:
+    """The job runs at its client's priority, as the program it stands in for would: a
+    reconcile's runs are niced below the request path's (util/priority.py). A client's nice
+    value above the server's is taken (no privilege needed); one below it is not."""
+    with contextlib.suppress(OSError, AttributeError):
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        nice = os.getpriority(os.PRIO_PROCESS, struct.unpack("3i", creds)[0])
+        if nice > os.getpriority(os.PRIO_PROCESS, 0):
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+
+
 def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int]) -> None:
     """In the forked child: become the job, run it, report the exit code, exit."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -146,6 +158,7 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in env.items()})
     os.environ[JOB_ENV] = kind
+    _client_priority(conn)
     os.chdir(str(job["cwd"]))
     apply.rename_for_test("job")
     why = _refused(kind)
@@ -154,6 +167,7 @@ def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int])
         serverprocess.end_as_a_program()  # the temp folder its refresh made goes
         os._exit(0)
     os.setsid()  # a session (and process group) of its own, as ansible-runner's pexpect child
+    priority.nice_session(os.getpid(), os.getpriority(os.PRIO_PROCESS, 0))
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target)
     for fd in fds:
