@@ -61,10 +61,6 @@ def environ(target: Target) -> dict[str, str]:
     env = dict(os.environ)
     if target.source:
         env["PYTHONPATH"] = target.source
-    if target.core and target.core < (2, 19):
-        # roles/echoflask templates `replicas: "{{ size | int }}"`: text before 2.19 (which
-        # the API refuses) unless Jinja's native types are on, as 2.19 always has them
-        env["ANSIBLE_JINJA2_NATIVE"] = "True"
     return env
 
 
