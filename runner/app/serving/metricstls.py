@@ -14,11 +14,10 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import logging
-import os
 import tempfile
 from pathlib import Path
 
-from runner.app.serving.tlsfiles import CertFiles, ReloadingTLS, server_context
+from runner.app.serving.tlsfiles import CertFiles, ReloadingTLS, load_pem, server_context
 
 log = logging.getLogger("runner.metrics")
 
@@ -87,14 +86,7 @@ class MetricsTLS:
         self._files_tls: ReloadingTLS | None = None
         if files is None:
             self.context = server_context()
-            cert, key = self_signed()
-            with tempfile.TemporaryDirectory(prefix="operator-runner-metrics-") as tmp:
-                cert_path, key_path = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
-                cert_path.write_bytes(cert)
-                fd = os.open(key_path, os.O_WRONLY | os.O_CREAT, 0o600)
-                with os.fdopen(fd, "wb") as f:
-                    f.write(key)
-                self.context.load_cert_chain(cert_path, key_path)
+            load_pem(self.context, *self_signed())
             log.info("metrics: TLS with a self-signed certificate made at start-up")
         else:
             self._files_tls = ReloadingTLS(files, "metrics")

@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import ssl
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +33,18 @@ class CertFiles:
 
     def present(self) -> bool:
         return self.cert.is_file() and self.key.is_file()
+
+
+def load_pem(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """Load a certificate and key made in memory (PEM) into `context`, through a private
+    temporary folder (ssl reads files only)."""
+    with tempfile.TemporaryDirectory(prefix="operator-runner-tls-") as tmp:
+        cert_path, key_path = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+        cert_path.write_bytes(cert)
+        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(key)
+        context.load_cert_chain(cert_path, key_path)
 
 
 def server_context() -> ssl.SSLContext:

@@ -26,7 +26,6 @@ import base64
 import contextlib
 import datetime
 import logging
-import os
 import ssl
 import tempfile
 import time
@@ -35,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from runner.app.serving.tlsfiles import CertFiles, ReloadingTLS, server_context
+from runner.app.serving.tlsfiles import CertFiles, ReloadingTLS, load_pem, server_context
 from runner.app.webhooks import ca as webhookca
 from runner.kube import objects
 from runner.kube.client import ApiError, KubeClient
@@ -306,7 +305,7 @@ class GeneratedCertificates:
             for callback in self._subscribers:
                 await callback()
         if data[TLS_CRT] != self._served:
-            _load(self.context, data[TLS_CRT], data[TLS_KEY])
+            load_pem(self.context, data[TLS_CRT], data[TLS_KEY])
             self._served = data[TLS_CRT]
             end = webhookca.not_after(data[TLS_CRT])
             log.info("webhooks: serving a certificate for %s, valid until %s", self.names, end)
@@ -333,15 +332,3 @@ class GeneratedCertificates:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-
-
-def _load(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
-    """Load a certificate and key (PEM) into `context` (through a private temporary folder:
-    ssl reads files only)."""
-    with tempfile.TemporaryDirectory(prefix="operator-runner-webhook-") as tmp:
-        cert_path, key_path = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
-        cert_path.write_bytes(cert)
-        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(key)
-        context.load_cert_chain(cert_path, key_path)
