@@ -1,13 +1,15 @@
 """Owner references and primary-resource annotations on what roles write (pure).
 
-As operator-sdk's proxy does: an object a role writes in its CR's namespace (or any object,
-when the CR is cluster-scoped) gets an ownerReference to the CR; an object in another
-namespace, or a cluster-scoped object of a namespaced CR, gets the annotations
-`operator-sdk/primary-resource: <ns>/<name>` and
+As operator-sdk's proxy does (`k8sutil.SupportsOwnerReference`): an object a role writes in its
+CR's namespace (or any object, when the CR is cluster-scoped) gets an ownerReference to the CR;
+an object in another namespace, or a cluster-scoped object of a namespaced CR, gets the
+annotations `operator-sdk/primary-resource: <ns>/<name>` and
 `operator-sdk/primary-resource-type: <Kind>.<group>` instead (ownerReferences cannot cross
-namespaces). When this happens is the proxy's choice (runner/dependents/proxy.py): on create,
-as operator-sdk, or with `--owner-ref-on-update` on every write (replace, every kind of patch,
-server-side apply). Existing references are kept; ours is added when absent.
+namespaces). Whether the object is cluster-scoped is the caller's to say, from discovery
+(runner/dependents/apiresources.py), never from the body's `metadata.namespace`; its namespace
+is the request path's. When this happens is the proxy's choice (runner/dependents/proxy.py): on
+create, as operator-sdk, or with `--owner-ref-on-update` on every write (replace, every kind of
+patch, server-side apply). Existing references are kept; ours is added when absent.
 """
 
 from __future__ import annotations
@@ -131,16 +133,15 @@ def applies(method: str, info: RequestInfo | None) -> bool:
     return method in ("POST", "PUT", "PATCH")
 
 
-def same_namespace(info: RequestInfo, obj: Mapping[str, Any], owner: Owner) -> bool | None:
+def takes_reference(info: RequestInfo, owner: Owner, *, cluster_scoped: bool) -> bool:
     """True: an ownerReference can point at the owner; False: annotate instead.
 
-    None when the object's scope is unknown (a namespaced owner and a path without namespace:
-    cluster-scoped object, so annotations).
+    A cluster-scoped owner may own anything; a namespaced one only objects of a namespaced
+    resource in its own namespace (the path's).
     """
     if not owner.namespace:
-        return True  # a cluster-scoped owner may own anything
-    namespace = info.namespace or str((obj.get("metadata") or {}).get("namespace") or "")
-    return namespace == owner.namespace
+        return True
+    return not cluster_scoped and info.namespace == owner.namespace
 
 
 def has_reference(obj: Mapping[str, Any], owner: Owner) -> bool:
@@ -156,18 +157,22 @@ def has_annotations(obj: Mapping[str, Any], owner: Owner) -> bool:
     )
 
 
-def is_marked(info: RequestInfo, obj: Mapping[str, Any], owner: Owner) -> bool:
-    if same_namespace(info, obj, owner):
+def is_marked(
+    info: RequestInfo, obj: Mapping[str, Any], owner: Owner, *, cluster_scoped: bool
+) -> bool:
+    if takes_reference(info, owner, cluster_scoped=cluster_scoped):
         return has_reference(obj, owner)
     return has_annotations(obj, owner)
 
 
-def mark(info: RequestInfo, obj: dict[str, Any], owner: Owner) -> dict[str, Any]:
+def mark(
+    info: RequestInfo, obj: dict[str, Any], owner: Owner, *, cluster_scoped: bool
+) -> dict[str, Any]:
     """`obj` (a whole object, as in a create or replace body) with our mark added."""
-    if is_owner(info, obj, owner) or is_marked(info, obj, owner):
+    if is_owner(info, obj, owner) or is_marked(info, obj, owner, cluster_scoped=cluster_scoped):
         return obj
     meta = dict(obj.get("metadata") or {})
-    if same_namespace(info, obj, owner):
+    if takes_reference(info, owner, cluster_scoped=cluster_scoped):
         refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, Mapping)]
         controller = not any(r.get("controller") for r in refs)
         meta["ownerReferences"] = [*refs, owner.reference(controller)]
@@ -180,19 +185,23 @@ def mark(info: RequestInfo, obj: dict[str, Any], owner: Owner) -> dict[str, Any]
     return {**obj, "metadata": meta}
 
 
-def fixup_patch(info: RequestInfo, obj: Mapping[str, Any], owner: Owner) -> list[dict[str, Any]]:
+def fixup_patch(
+    info: RequestInfo, obj: Mapping[str, Any], owner: Owner, *, cluster_scoped: bool
+) -> list[dict[str, Any]]:
     """A JSON patch that adds our mark to `obj` as written (after a PATCH or apply); [] if none.
 
     Guarded by a `test` of resourceVersion, so a concurrent writer makes it fail (409/422)
-    rather than overwrite.
+    rather than overwrite. A patch of its own, sent with the operator's field manager: put in a
+    server-side apply's body instead, the reference would belong to the role's field manager,
+    and its next apply (which operator-sdk leaves unmarked) would take it away again.
     """
-    if is_owner(info, obj, owner) or is_marked(info, obj, owner):
+    if is_owner(info, obj, owner) or is_marked(info, obj, owner, cluster_scoped=cluster_scoped):
         return []
     meta = obj.get("metadata") or {}
     ops: list[dict[str, Any]] = [
         {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")}
     ]
-    if same_namespace(info, obj, owner):
+    if takes_reference(info, owner, cluster_scoped=cluster_scoped):
         refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, Mapping)]
         ref = owner.reference(not any(r.get("controller") for r in refs))
         if refs:

@@ -11,8 +11,11 @@ of its own, valid for that run only. The proxy
 - adds the run's CR as owner (or the primary-resource annotations) to every object the role
   creates (a POST, or a PUT, patch or apply that the API server answers 201 Created), when
   owner injection is on, as operator-sdk does; with `adopt` (`--owner-ref-on-update`) to
-  every object written (replace, patch, apply of objects that existed before too);
-- reports what kinds were written so that the operator watches them;
+  every object written (replace, patch, apply of objects that existed before too); which of
+  the two, and whether anything at all, is discovery's to say (`apiresources`): a virtual
+  resource (SelfSubjectAccessReview, TokenReview, ...) gets nothing, a cluster-scoped one of a
+  namespaced CR the annotations only;
+- reports what kinds were written so that the operator watches them (virtual ones never);
 - collects the values of the Secrets a run reads or writes (`secretdata`), which the
   operator then masks in what it says about the run (runner/util/redact.py).
 
@@ -39,6 +42,7 @@ import aiohttp
 from aiohttp import web
 
 from runner.dependents import datastrings, secretdata
+from runner.dependents.apiresources import ApiResources, Served
 from runner.dependents.ownership import (
     Owner,
     RequestInfo,
@@ -129,6 +133,7 @@ class Proxy:
         self._secrets: dict[str, SecretValues] = {}
         self._runner: web.AppRunner | None = None
         self._kubeconfigs = tempdirs.private_dir(KUBECONFIGS_DIR_PREFIX)
+        self.resources = ApiResources(self._discovery)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -206,10 +211,15 @@ class Proxy:
             secretdata.collect_request(body, request.content_type, values)
         if applies(request.method, info) and _is_json(request):
             body = datastrings.fix_body(info, body)  # ansible-core 2.19's typed templates
-        writes = self.inject and applies(request.method, info) and _is_json(request)
+        # what discovery says of a written resource: virtual ones are left alone entirely
+        served = None
+        if info is not None and applies(request.method, info):
+            served = await self.resources.lookup(info)
+        stored = served is not None and not served.virtual
+        writes = self.inject and stored and _is_json(request)
         marks_body = request.method == "POST" or (self.adopt and request.method == "PUT")
-        if writes and marks_body and info is not None:
-            body = _marked_body(body, info, owner)
+        if writes and marks_body and info is not None and served is not None:
+            body = _marked_body(body, info, owner, served)
         headers = forward_headers(request.headers)
         headers.update(self.upstream.auth_headers())
         headers["Accept-Encoding"] = "identity"
@@ -232,15 +242,35 @@ class Proxy:
                 503, "ServiceUnavailable", f"the API server cannot be reached: {summary(err)}"
             )
         try:
-            if info is not None and applies(request.method, info) and 200 <= upstream.status < 300:
+            if info is not None and served is not None and stored and 200 <= upstream.status < 300:
                 # operator-sdk marks only what a role creates; an update of an object that
                 # existed before (the role's or someone else's) is left as it was, unless adopt
                 created = request.method == "POST" or upstream.status == 201
                 mark_it = writes and (created or self.adopt)
-                return await self._after_write(request, upstream, info, owner, mark_it, values)
+                return await self._after_write(
+                    request, upstream, info, owner, served if mark_it else None, values
+                )
             return await relay(request, upstream, values)
         finally:
             upstream.release()
+
+    async def _discovery(self, path: str) -> dict[str, Any] | None:
+        """A discovery document for `apiresources`: {} when not served, None when not read."""
+        headers = {**self.upstream.auth_headers(), "Accept": "application/json"}
+        try:
+            async with self.upstream.session.get(
+                self.upstream.url(path), headers=headers, timeout=aiohttp.ClientTimeout(total=10)
+            ) as response:
+                if response.status == 404:
+                    return {}
+                if response.status != 200:
+                    log.debug("discovery %s: %s %s", path, response.status, response.reason)
+                    return None
+                answer = json.loads(await response.read())
+        except (aiohttp.ClientError, OSError, ValueError) as err:
+            log.debug("discovery %s: %s", path, err)
+            return None
+        return answer if isinstance(answer, dict) else None
 
     def _owner(self, request: web.Request) -> Owner | None:
         return self._owners.get(_token(request))
@@ -254,10 +284,11 @@ class Proxy:
         upstream: aiohttp.ClientResponse,
         info: RequestInfo,
         owner: Owner,
-        inject: bool,
+        inject: Served | None,
         values: SecretValues | None,
     ) -> web.StreamResponse:
-        """Add the owner where the write did not (patches, apply), then report the kind."""
+        """Add the owner where the write did not (patches, apply), then report the kind.
+        `inject`: the written resource, when the owner is to be added; None: not."""
         raw = await upstream.read()
         try:
             obj = json.loads(raw)
@@ -266,8 +297,8 @@ class Proxy:
         if values is not None:
             secretdata.collect(obj, values)
         dry_run = "dryRun" in request.query
-        if inject and not dry_run and isinstance(obj, dict) and obj.get("metadata"):
-            obj, raw = await self._fixup(info, obj, owner, raw, values)
+        if inject is not None and not dry_run and isinstance(obj, dict) and obj.get("metadata"):
+            obj, raw = await self._fixup(info, obj, owner, raw, inject, values)
         if self.on_write is not None and isinstance(obj, dict) and not dry_run:
             try:
                 self.on_write(info, owner, obj)
@@ -281,11 +312,12 @@ class Proxy:
         obj: dict[str, Any],
         owner: Owner,
         raw: bytes,
+        served: Served,
         values: SecretValues | None = None,
     ) -> tuple[dict[str, Any], bytes]:
         name = (obj.get("metadata") or {}).get("name") or info.name
         namespace = info.namespace
-        ops = fixup_patch(info, obj, owner)
+        ops = fixup_patch(info, obj, owner, cluster_scoped=served.cluster_scoped)
         if not ops or not name:
             return obj, raw
         path = info.path(name)
@@ -346,11 +378,11 @@ def _is_json(request: web.Request) -> bool:
     return request.content_type in _JSON_TYPES
 
 
-def _marked_body(body: bytes, info: RequestInfo, owner: Owner) -> bytes:
+def _marked_body(body: bytes, info: RequestInfo, owner: Owner, served: Served) -> bytes:
     try:
         obj = json.loads(body)
     except ValueError:
         return body
     if not isinstance(obj, dict):
         return body
-    return json.dumps(mark(info, obj, owner)).encode()
+    return json.dumps(mark(info, obj, owner, cluster_scoped=served.cluster_scoped)).encode()

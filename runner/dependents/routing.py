@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from runner.dependents.ownership import Owner, Primary, RequestInfo, is_owner, same_namespace
+from runner.dependents.ownership import Owner, Primary, RequestInfo, is_owner
 from runner.dependents.watcher import DependentWatches
 from runner.watches import Watch
 
@@ -69,10 +69,9 @@ class Routes:
         watch = target.watch
         if is_owner(info, obj, owner) or blacklisted(watch, info, obj):
             return
-        namespace = info.namespace or str((obj.get("metadata") or {}).get("namespace") or "")
-        if not namespace and not watch.watch_cluster_scoped_resources:
+        if not info.namespace and not watch.watch_cluster_scoped_resources:
             return  # cluster-scoped: only with watchClusterScopedResources, as operator-sdk
-        dependents.ensure(info, cluster_wide=not namespace and not same_namespace(info, obj, owner))
+        dependents.ensure(info, cluster_wide=not info.namespace)
 
 
 def blacklisted(watch: Watch, info: RequestInfo, obj: Mapping[str, Any]) -> bool:

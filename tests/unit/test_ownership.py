@@ -78,19 +78,20 @@ def test_same_namespace_gets_a_controller_reference_and_keeps_others() -> None:
     other = {"apiVersion": "v1", "kind": "X", "name": "x", "uid": "u0", "controller": True}
     info = parse_path("/api/v1/namespaces/ns/configmaps")
     assert info
-    marked = mark(info, cm(ownerReferences=[other]), OWNER)
+    marked = mark(info, cm(ownerReferences=[other]), OWNER, cluster_scoped=False)
     refs = marked["metadata"]["ownerReferences"]
     assert refs[0] == other
     assert refs[1]["uid"] == "uid-1" and refs[1]["controller"] is False  # one controller only
-    fresh = mark(info, cm(), OWNER)["metadata"]["ownerReferences"]
+    fresh = mark(info, cm(), OWNER, cluster_scoped=False)["metadata"]["ownerReferences"]
     assert fresh == [OWNER.reference(True)]
-    assert mark(info, mark(info, cm(), OWNER), OWNER) == mark(info, cm(), OWNER)  # idempotent
+    once = mark(info, cm(), OWNER, cluster_scoped=False)
+    assert mark(info, once, OWNER, cluster_scoped=False) == once  # idempotent
 
 
 def test_other_namespace_and_cluster_scoped_get_annotations() -> None:
     info = parse_path("/api/v1/namespaces/elsewhere/configmaps")
     assert info
-    marked = mark(info, cm("elsewhere"), OWNER)
+    marked = mark(info, cm("elsewhere"), OWNER, cluster_scoped=False)
     assert "ownerReferences" not in marked["metadata"]
     assert marked["metadata"]["annotations"] == {
         PRIMARY_RESOURCE: "ns/example",
@@ -100,14 +101,42 @@ def test_other_namespace_and_cluster_scoped_get_annotations() -> None:
     assert role
     assert (
         PRIMARY_RESOURCE
-        in mark(role, {"metadata": {"name": "r"}}, OWNER)["metadata"]["annotations"]
+        in mark(role, {"metadata": {"name": "r"}}, OWNER, cluster_scoped=True)["metadata"][
+            "annotations"
+        ]
     )
+
+
+def test_a_cluster_scoped_object_that_names_the_crs_namespace_gets_annotations_only() -> None:
+    """As operator-sdk: the resource's scope decides, not the body: a ClusterRole whose
+    template keeps `metadata.namespace` (the CR's) gets no ownerReference (an owner in a
+    namespace is invalid on it, and Kubernetes never collects by it)."""
+    role = parse_path("/apis/rbac.authorization.k8s.io/v1/clusterroles")
+    assert role
+    body = {"kind": "ClusterRole", "metadata": {"name": "r", "namespace": "ns"}}
+    marked = mark(role, body, OWNER, cluster_scoped=True)
+    assert "ownerReferences" not in marked["metadata"]
+    assert marked["metadata"]["annotations"][PRIMARY_RESOURCE] == "ns/example"
+    ops = fixup_patch(role, {**body, "metadata": {**body["metadata"]}}, OWNER, cluster_scoped=True)
+    assert [op["path"] for op in ops if op["op"] == "add"] == [
+        "/metadata/annotations",
+        "/metadata/annotations/operator-sdk~1primary-resource",
+        "/metadata/annotations/operator-sdk~1primary-resource-type",
+    ]
+    # a cluster-scoped owner owns it
+    owned = mark(role, body, CLUSTER_OWNER, cluster_scoped=True)
+    assert owned["metadata"]["ownerReferences"][0]["uid"] == "uid-2"
 
 
 def test_cluster_scoped_owner_owns_everything() -> None:
     info = parse_path("/api/v1/namespaces/any/configmaps")
     assert info
-    assert mark(info, cm("any"), CLUSTER_OWNER)["metadata"]["ownerReferences"][0]["uid"] == "uid-2"
+    assert (
+        mark(info, cm("any"), CLUSTER_OWNER, cluster_scoped=False)["metadata"]["ownerReferences"][
+            0
+        ]["uid"]
+        == "uid-2"
+    )
 
 
 def test_the_owner_itself_is_never_marked() -> None:
@@ -118,25 +147,25 @@ def test_the_owner_itself_is_never_marked() -> None:
         "kind": "EchoFlask",
         "metadata": {"name": "example", "namespace": "ns"},
     }
-    assert mark(info, me, OWNER) == me
-    assert fixup_patch(info, me, OWNER) == []
+    assert mark(info, me, OWNER, cluster_scoped=False) == me
+    assert fixup_patch(info, me, OWNER, cluster_scoped=False) == []
 
 
 def test_fixup_patch_after_a_patch() -> None:
     info = parse_path("/api/v1/namespaces/ns/configmaps/c")
     assert info
-    ops = fixup_patch(info, cm(resourceVersion="7"), OWNER)
+    ops = fixup_patch(info, cm(resourceVersion="7"), OWNER, cluster_scoped=False)
     assert ops[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "7"}
     assert ops[1] == {
         "op": "add",
         "path": "/metadata/ownerReferences",
         "value": [OWNER.reference(True)],
     }
-    owned = mark(info, cm(resourceVersion="7"), OWNER)
-    assert fixup_patch(info, owned, OWNER) == []
+    owned = mark(info, cm(resourceVersion="7"), OWNER, cluster_scoped=False)
+    assert fixup_patch(info, owned, OWNER, cluster_scoped=False) == []
     far = parse_path("/api/v1/namespaces/far/configmaps/c")
     assert far
-    ops = fixup_patch(far, cm("far", resourceVersion="1"), OWNER)
+    ops = fixup_patch(far, cm("far", resourceVersion="1"), OWNER, cluster_scoped=False)
     assert {
         "op": "add",
         "path": "/metadata/annotations/operator-sdk~1primary-resource",
@@ -148,10 +177,10 @@ def test_owners_of_reads_references_and_annotations() -> None:
     info = parse_path("/api/v1/namespaces/ns/configmaps")
     far = parse_path("/api/v1/namespaces/far/configmaps")
     assert info and far
-    assert owners_of(mark(info, cm(), OWNER)) == [
+    assert owners_of(mark(info, cm(), OWNER, cluster_scoped=False)) == [
         Primary("swallowlab.com", "EchoFlask", "ns", "example", via_annotation=False)
     ]
-    assert owners_of(mark(far, cm("far"), OWNER)) == [
+    assert owners_of(mark(far, cm("far"), OWNER, cluster_scoped=False)) == [
         Primary("swallowlab.com", "EchoFlask", "ns", "example", via_annotation=True)
     ]
 

@@ -222,3 +222,110 @@ def test_a_failed_owner_fixup_logs_the_api_servers_answer_masked(caplog: Any) ->
         assert asyncio.run(go()) == 201
     assert "could not mark" in caplog.text, caplog.text
     assert "hunter2" not in caplog.text and "invalid value ********" in caplog.text
+
+
+DISCOVERY = {
+    "/apis/authorization.k8s.io/v1": {
+        "resources": [
+            {"name": "selfsubjectaccessreviews", "namespaced": False, "verbs": ["create"]},
+            {"name": "localsubjectaccessreviews", "namespaced": True, "verbs": ["create"]},
+        ]
+    },
+    "/apis/rbac.authorization.k8s.io/v1": {
+        "resources": [
+            {
+                "name": "clusterroles",
+                "namespaced": False,
+                "verbs": ["create", "get", "list", "patch", "watch"],
+            }
+        ]
+    },
+}
+
+
+def _creates(*writes: tuple[str, dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """POST each (path, body) through a proxy of an API server that serves DISCOVERY and
+    answers every create with the body it got (201): what it got, and what was reported."""
+    import json
+
+    import aiohttp
+    from aiohttp import web
+
+    from runner.kube.client import AsyncUpstream
+    from runner.kube.credentials import Credentials
+
+    got: list[Any] = []
+    reported: list[Any] = []
+
+    async def api(request: web.Request) -> web.Response:
+        if request.method == "GET":
+            return web.json_response(DISCOVERY[request.path])
+        body = json.loads(await request.read())
+        got.append(body)
+        return web.json_response(body, status=201)
+
+    async def go() -> None:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", api)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        port = runner.addresses[0][1]
+        upstream = AsyncUpstream(Credentials(server=f"http://127.0.0.1:{port}"))
+        proxy = Proxy(
+            upstream=upstream,
+            inject=True,
+            on_write=lambda info, owner, obj: reported.append((info.plural, obj)),
+        )
+        await proxy.start()
+        try:
+            token = proxy.register(OWNER)
+            async with aiohttp.ClientSession() as session:
+                for path, body in writes:
+                    async with session.post(
+                        f"{proxy.url}{path}",
+                        json=body,
+                        headers={"Authorization": f"Bearer {token}"},
+                    ) as response:
+                        assert response.status == 201, await response.text()
+        finally:
+            await proxy.stop()
+            await upstream.close()
+            await runner.cleanup()
+
+    asyncio.run(go())
+    return got, reported
+
+
+def test_virtual_resources_get_nothing_injected_and_are_not_watched() -> None:
+    """As operator-sdk: a resource without get, list and watch in discovery (a review) is an
+    API call; its metadata must stay empty (the API server answers 422 otherwise)."""
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": "list", "resource": "pods"}},
+    }
+    local = {**review, "kind": "LocalSubjectAccessReview", "metadata": {"namespace": "ns"}}
+    got, reported = _creates(
+        ("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review),
+        ("/apis/authorization.k8s.io/v1/namespaces/ns/localsubjectaccessreviews", local),
+    )
+    assert got == [review, local]
+    assert reported == []
+
+
+def test_a_cluster_scoped_object_is_annotated_whatever_namespace_its_body_names() -> None:
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "r", "namespace": "ns"},  # the CR's namespace, kept by a template
+        "rules": [],
+    }
+    got, reported = _creates(("/apis/rbac.authorization.k8s.io/v1/clusterroles", role))
+    meta = got[0]["metadata"]
+    assert "ownerReferences" not in meta
+    assert meta["annotations"] == {
+        "operator-sdk/primary-resource": "ns/e",
+        "operator-sdk/primary-resource-type": "Echo.app.my.domain",
+    }
+    assert [plural for plural, _ in reported] == ["clusterroles"]
