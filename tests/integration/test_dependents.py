@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
 
 from . import kit
 from .conftest import Cluster
@@ -103,6 +104,68 @@ def test_owner_ref_on_update_adopts_objects_that_existed_before(
             assert pre.metadata.owner_references[0].uid == cr["metadata"]["uid"]
         finally:
             adopting.stop()
+
+
+def test_virtual_resources_get_nothing_injected(env: Env) -> None:
+    """As operator-sdk: a SelfSubjectAccessReview or LocalSubjectAccessReview (no get, list or
+    watch in discovery) is an API call; with the primary-resource annotations or an owner
+    injected, the API server refused it (422, metadata must be empty) and the role failed."""
+    env.create("Owner", "reviews", {"reviews": True})
+    env.wait_condition("Owner", "reviews", generation=False, timeout=90)
+    answers = env.config_map_data("reviews-reviews")
+    # the operator (the cluster's admin here) may list Pods; the default ServiceAccount may not
+    # read ConfigMaps: the answers are the API server's own
+    assert answers == {"self": "True", "local": "False"}, answers
+    watched = [
+        str(line["msg"])
+        for line in env.op.log_lines()
+        if str(line.get("msg", "")).startswith("watching dependent")
+    ]
+    assert not [m for m in watched if "accessreviews" in m], watched
+
+
+def test_cluster_scoped_object_gets_annotations_only_whatever_its_body_says(
+    env: Env, cluster: Cluster
+) -> None:
+    """A ClusterRole whose template keeps the CR's namespace is cluster-scoped all the same
+    (discovery says so): the primary-resource annotations, never an ownerReference to the
+    namespaced CR (an owner Kubernetes treats as invalid)."""
+    name = f"{env.ns}-scoped-reader"
+    try:
+        env.create("Owner", "scoped", {"clusterRole": True})
+        env.wait_condition("Owner", "scoped", generation=False, timeout=90)
+        role = client.RbacAuthorizationV1Api(env.api).read_cluster_role(name)
+        assert not role.metadata.owner_references, role.metadata.owner_references
+        assert role.metadata.annotations["operator-sdk/primary-resource"] == f"{env.ns}/scoped"
+        assert role.metadata.annotations["operator-sdk/primary-resource-type"] == f"Owner.{GROUP}"
+    finally:
+        cluster.kubectl("delete", "clusterrole", name, "--ignore-not-found", check=False)
+
+
+def test_objects_created_by_apply_or_force_are_owned_as_created_ones(env: Env) -> None:
+    """Server-side apply (a PATCH that the API server answers 201 Created), and `apply: true`
+    or `force: true` of a missing object: each gets the owner reference as a create does. The
+    role's next server-side apply keeps it (the reference is not the role's field manager's to
+    take away), and so does its next client-side apply (a patch). (Its next `force: true` is a
+    replace, which drops every reference its body does not carry, on operator-sdk too: not
+    checked here; `--owner-ref-on-update` puts ours back into such replaces.)"""
+    env.create("Owner", "patched", {"patchCreates": True, "value": "one"})
+    cr = env.wait_condition("Owner", "patched", generation=False, timeout=90)
+    names = ("patched-ssa", "patched-applied", "patched-forced")
+    for name in names:
+        cm = env.config_map(name)
+        assert cm is not None, name
+        assert _refs(cm.metadata) == [("Owner", "patched", True)], name
+        assert cm.metadata.owner_references[0].uid == cr["metadata"]["uid"]
+    env.patch_spec("Owner", "patched", {"value": "two"})
+
+    def applied_again() -> list[Any] | None:
+        found = [env.config_map(name) for name in names[:2]]
+        return found if all(cm and cm.data == {"value": "two"} for cm in found) else None
+
+    # (wait for the data itself: a run that began before the spec change may end after it)
+    for cm in wait_for(applied_again, timeout=90, what="the next run's two applies"):
+        assert _refs(cm.metadata) == [("Owner", "patched", True)], cm.metadata.name
 
 
 def test_deleted_or_scaled_dependents_are_put_back(env: Env) -> None:
