@@ -3,8 +3,9 @@
 The generic side of client.py's builders (pure, sent by a `KubeClient`): GET, create, replace,
 merge patch, delete of one object; and the kinds the webhooks and their certificates touch:
 Secrets (the CA), the Validating/MutatingWebhookConfigurations and the CRDs (their caBundle),
-and the SelfSubjectReview that tells the operator who it is (so its own writes skip its
-webhooks).
+the SelfSubjectReview that tells the operator who it is (so its own writes skip its
+webhooks), and the SelfSubjectAccessReview that tells it what it may do (optional permissions:
+listing CRDs).
 """
 
 from __future__ import annotations
@@ -79,4 +80,20 @@ def self_subject_review() -> Request:
     body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
     return Request(
         "POST", resource_path("authentication.k8s.io", "v1", "selfsubjectreviews"), body=body
+    )
+
+
+def self_subject_access_review(resource: Resource, verb: str, namespace: str = "") -> Request:
+    """May the operator's credentials do `verb` on `resource` (in `namespace`; "" = in every
+    namespace, or cluster-scoped): the answer's status.allowed (authorization.k8s.io/v1)."""
+    attributes = {"group": resource.group, "resource": resource.plural, "verb": verb}
+    if namespace:
+        attributes["namespace"] = namespace
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attributes},
+    }
+    return Request(
+        "POST", resource_path("authorization.k8s.io", "v1", "selfsubjectaccessreviews"), body=body
     )

@@ -9,10 +9,11 @@ import logging
 from typing import Any
 
 import pytest
+from fake_api import FakeApi
 from kopf._cogs.structs.references import Resource, Selector
 
 from runner.app.source import crddiscovery
-from runner.app.source.kopf_import import kopf_observation
+from runner.app.source.kopf_import import kopf, kopf_observation
 
 GROUP = "late.example.dev"
 THING = Resource(GROUP, "v1", "things", kind="Thing", namespaced=True, preferred=True)
@@ -149,3 +150,90 @@ def test_installing_wraps_kopfs_processor_once(monkeypatch: pytest.MonkeyPatch) 
     wrapped = kopf_observation.process_discovered_resource_event
     assert wrapped is not original
     assert wrapped.__wrapped__ is original  # type: ignore[attr-defined]
+
+
+# -- without the permission to list and watch CRDs ----------------------------------------------
+
+REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+
+
+def rbac(api: FakeApi, allowed: set[str]) -> None:
+    """The API server's answer to a SelfSubjectAccessReview about CRDs: `allowed` verbs."""
+
+    def review(body: dict[str, Any]) -> dict[str, Any]:
+        attributes = body["spec"]["resourceAttributes"]
+        assert (attributes["group"], attributes["resource"]) == (
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+        )
+        return {**body, "status": {"allowed": attributes["verb"] in allowed}}
+
+    api.answer(REVIEWS, review)
+
+
+@pytest.mark.parametrize(
+    ("allowed", "expected"),
+    [({"list", "watch"}, True), ({"list"}, False), (set(), False)],
+)
+def test_may_watch_crds_asks_the_api_server(allowed: set[str], expected: bool) -> None:
+    api = FakeApi()
+    rbac(api, allowed)
+    assert asyncio.run(crddiscovery.may_watch_crds(api.client())) is expected
+
+
+def test_may_watch_crds_when_the_api_server_cannot_tell_leaves_it_to_kopf() -> None:
+    api = FakeApi()
+    api.fail(method="POST", path=REVIEWS, status=500)
+    assert asyncio.run(crddiscovery.may_watch_crds(api.client()))
+
+
+class ReadyInsights(Insights):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ready_resources = asyncio.Event()
+
+
+def test_without_the_permission_kopf_scans_at_start_only_and_discovery_is_polled(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kopf's observer gets `scanning.disabled` (its initial scan, no CRD list); a watched kind
+    discovery did not list at start is found by scanning its group again; one info line."""
+    api = FakeApi()
+    rbac(api, set())
+    seen: list[bool] = []
+
+    async def observer(*, settings: Any, registry: Any, insights: ReadyInsights) -> None:
+        seen.append(settings.scanning.disabled)
+        insights.ready_resources.set()  # the initial scan: Thing's CRD not installed yet
+        await asyncio.Event().wait()
+
+    scan = LaggingScan(found_at=2)
+    monkeypatch.setattr(kopf_observation, "resource_observer", observer)
+    monkeypatch.setattr(kopf_observation, "process_discovered_resource_event", scan)
+    monkeypatch.setattr(crddiscovery, "POLL_EVERY", 0.01)
+    settings = kopf.OperatorSettings()
+    insights = ReadyInsights()
+
+    async def go() -> None:
+        await crddiscovery.serve_crds_without_watching_them(api.client())
+        await crddiscovery.serve_crds_without_watching_them(api.client())  # idempotent
+        wrapped = kopf_observation.resource_observer
+        assert wrapped.__wrapped__ is observer  # type: ignore[attr-defined]
+        task = asyncio.create_task(
+            wrapped(settings=settings, registry=Registry(WATCHED), insights=insights)
+        )
+        for _ in range(500):
+            if insights.watched_resources:
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    with caplog.at_level(logging.INFO, logger="runner.manager"):
+        asyncio.run(go())
+    assert seen == [True] and not settings.scanning.disabled  # a copy was changed
+    assert insights.watched_resources == {THING}
+    assert scan.calls == 2  # polled until discovery listed it
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len([m for m in infos if m.startswith("CustomResourceDefinitions:")]) == 1
+    assert any("Thing late.example.dev is served now" in m for m in infos), infos

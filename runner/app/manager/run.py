@@ -36,7 +36,10 @@ from runner.app.process.limits import memory_limit_bytes
 from runner.app.serving.endpoints import Addresses, Serving
 from runner.app.serving.health import Health
 from runner.app.source import outage, watching
-from runner.app.source.crddiscovery import serve_crds_despite_discovery_lag
+from runner.app.source.crddiscovery import (
+    serve_crds_despite_discovery_lag,
+    serve_crds_without_watching_them,
+)
 from runner.app.source.login import certificate_refused
 from runner.app.source.namespaces import skip_refused_namespace_scan
 from runner.control.controller import Controller
@@ -298,6 +301,7 @@ class Manager:
         log.info("namespaces: %s", ", ".join(namespaces) if namespaces else "all")
         await skip_refused_namespace_scan(self.client, namespaces)
         serve_crds_despite_discovery_lag()
+        await serve_crds_without_watching_them(self.client)
         await watching.run(
             handlers,
             namespaces=namespaces,

@@ -11,21 +11,33 @@ their CRD or a restart (it failed a CI run this way).
 So after kopf has processed the event of an established CRD that one of our watches selects, and
 its scan did not find the resource, the scan is repeated with a short backoff until discovery
 lists it; after `RETRY_DELAYS`, one warning says what is missing.
+
+Listing and watching CRDs is an optional permission: operator-sdk needs none (its RESTMapper
+reads discovery), and the RBAC of its scaffold and CSVs grants none. Refused, kopf retried the
+list through its whole error backoff, one error line per attempt, then gave up with a warning and
+never noticed a CRD installed later. So one SelfSubjectAccessReview per verb asks first; without
+the permission kopf scans discovery at start only (its `scanning.disabled`, no CRD list), the
+operator says so once at info level, and while a watched kind is not served, discovery is scanned
+for its group every `POLL_EVERY` s instead (kopf's own scan of a CRD event, for that group).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
 from runner.app.source.kopf_import import kopf_observation
+from runner.kube import objects
+from runner.kube.client import ApiError, KubeClient
 
 log = logging.getLogger("runner.manager")
 
 RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+POLL_EVERY = 5.0
 
 Processor = Callable[..., Awaitable[None]]
 
@@ -102,3 +114,89 @@ def serve_crds_despite_discovery_lag() -> None:
     current = observation.process_discovered_resource_event
     if not getattr(current, "__wrapped__", None):
         observation.process_discovered_resource_event = retrying(current)  # type: ignore[assignment]
+
+
+async def may_watch_crds(client: KubeClient) -> bool:
+    """May the operator list and watch CRDs (two SelfSubjectAccessReviews)? True when the API
+    server cannot tell (kopf's own way then)."""
+    for verb in ("list", "watch"):
+        review = objects.self_subject_access_review(objects.CUSTOM_RESOURCE_DEFINITIONS, verb)
+        try:
+            answer = await client.send(review, timeout=10.0)
+        except (ApiError, OSError):
+            return True
+        if not ((answer or {}).get("status") or {}).get("allowed"):
+            return False
+    return True
+
+
+async def poll_discovery(
+    *, settings: Any, registry: Any, insights: Any, every: float = POLL_EVERY
+) -> None:
+    """Forever: every `every` s, the groups of the watched kinds discovery did not list are
+    scanned again (kopf's processor of a CRD event, for that group)."""
+    while True:
+        await asyncio.sleep(every)
+        lost = missing(_watched_selectors(registry), insights.watched_resources)
+        for group in sorted({s.group for s in lost if s.group}):
+            event: Any = {"type": "MODIFIED", "object": {"spec": {"group": group}}}
+            try:
+                await kopf_observation.process_discovered_resource_event(
+                    raw_event=event, settings=settings, registry=registry, insights=insights
+                )
+            except Exception as err:  # an API error after kopf's retries: the next poll
+                log.info(
+                    "discovery of group %s failed (scanned again in %g s): %s", group, every, err
+                )
+                continue
+            for selector in lost:
+                if selector.group == group and not missing([selector], insights.watched_resources):
+                    log.info("%s %s is served now (found through discovery)", selector.kind, group)
+
+
+Observer = Callable[..., Coroutine[Any, Any, None]]
+
+
+def _without_crd_watch(observer: Observer) -> Observer:
+    """kopf's resource observer with its initial scan only, then `poll_discovery`."""
+
+    @functools.wraps(observer)
+    async def observe(*, settings: Any, registry: Any, insights: Any) -> None:
+        quiet = copy.copy(settings)
+        quiet.scanning = copy.copy(settings.scanning)
+        quiet.scanning.disabled = True  # no list or watch of CRDs
+        initial = asyncio.create_task(
+            observer(settings=quiet, registry=registry, insights=insights), name="kopf resources"
+        )
+        ready = asyncio.create_task(insights.ready_resources.wait())
+        try:
+            await asyncio.wait({initial, ready}, return_when=asyncio.FIRST_COMPLETED)
+            if initial.done():
+                initial.result()  # kopf's own failure, as it would have been
+                return
+            await poll_discovery(
+                settings=settings, registry=registry, insights=insights, every=POLL_EVERY
+            )
+        finally:
+            for task in (initial, ready):
+                task.cancel()
+            await asyncio.gather(initial, ready, return_exceptions=True)
+
+    return observe
+
+
+async def serve_crds_without_watching_them(client: KubeClient) -> None:
+    """Before kopf starts: without the permission to list and watch CRDs, discovery instead,
+    and one info line (module doc)."""
+    if await may_watch_crds(client):
+        return
+    observation = kopf_observation  # the module whose resource observer kopf's reactor calls
+    if getattr(observation.resource_observer, "__wrapped__", None):
+        return  # installed (and said) already
+    observation.resource_observer = _without_crd_watch(observation.resource_observer)
+    log.info(
+        "CustomResourceDefinitions: this operator may not list and watch them (RBAC), an "
+        "optional permission: the kinds served at start are watched, and a watched kind whose "
+        "CRD is installed later is found through the API's discovery, checked every %g s",
+        POLL_EVERY,
+    )
