@@ -120,6 +120,47 @@ def test_the_filter_turns_connection_errors_into_the_state_change(
     assert record("runner.api", "API server x unreachable"), "its own lines pass"
 
 
+def test_kopfs_retried_429_is_a_debug_line_and_giving_up_stays_an_error(
+    state: Reachability,
+) -> None:
+    """The first list of a kind whose CRD was just applied: 429 "storage is (re)initializing",
+    retried by kopf: an expected transient, not an error line."""
+    outage = OutageFilter(state)
+    retried = logging.LogRecord(
+        "kopf._cogs.clients.api",
+        logging.ERROR,
+        __file__,
+        1,
+        "Request attempt #1/9 failed; will retry: GET https://api/apis/x.io/v1/things -> "
+        "APITooManyRequestsError(429, 'storage is (re)initializing')",
+        (),
+        None,
+    )
+    kopf = logging.getLogger("kopf._cogs.clients.api")
+    level = kopf.level
+    try:
+        kopf.setLevel(logging.WARNING)  # as runner.util.logs sets kopf at --zap-log-level=info
+        assert not outage.filter(retried)
+        assert retried.levelname == "DEBUG"
+        kopf.setLevel(logging.DEBUG)  # --zap-log-level=debug: shown, as a debug line
+        retried.levelno, retried.levelname = logging.ERROR, "ERROR"
+        assert outage.filter(retried) and retried.levelname == "DEBUG"
+    finally:
+        kopf.setLevel(level)
+    escalated = logging.LogRecord(
+        "kopf._cogs.clients.api",
+        logging.ERROR,
+        __file__,
+        1,
+        "Request attempt #9/9 failed; escalating: GET https://api/apis/x.io/v1/things -> "
+        "APITooManyRequestsError(429, 'storage is (re)initializing')",
+        (),
+        None,
+    )
+    assert outage.filter(escalated) and escalated.levelname == "ERROR"
+    assert state.reachable, "no outage either"
+
+
 class _Version(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.send_response(200)

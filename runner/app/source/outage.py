@@ -12,6 +12,11 @@ one place that turns all of that into the state change `runner.kube.reachability
 - runner/kube/probe.py's `Prober` asks the server for /version every second while it is
   unreachable, so that "back" is said as soon as it answers, even if nothing else of ours needs
   the API then.
+
+The same filter lowers kopf's retry lines about a 429 to debug level: an expected transient that
+kopf retries (the first list of a kind whose CRD was just applied is answered "storage is
+(re)initializing"; API Priority and Fairness asks clients to come back later), not an error. The
+last attempt's line, when kopf gives up, stays an error.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ _KOPF_CONNECTION_LINE = re.compile(
     r"ServerTimeoutError|ConnectionTimeoutError|SocketTimeoutError|ConnectionRefusedError|"
     r"ConnectionResetError|ConnectionAbortedError|TimeoutError|ClientPayloadError)\("
 )
+# "Request attempt #1/9 failed; will retry: GET url -> APITooManyRequestsError(429, ...)"
+_KOPF_RETRIED_429 = re.compile(r"failed; will retry: .* -> APITooManyRequestsError\(")
 
 
 def _exception_of(record: logging.LogRecord) -> BaseException | None:
@@ -64,6 +71,9 @@ class OutageFilter(logging.Filter):
             if match:
                 self.reachability.failed(message[match.start() :], "kopf")
                 return False
+            if _KOPF_RETRIED_429.search(message):
+                record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+                return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
         return True
 
 
