@@ -66,10 +66,8 @@ class _Run:
     finalizing: bool
     given: bool = False  # the object came with the call (a file), in check mode
     result: RunResult | None = None
-    error: str = ""
     # what the run must not show: masked in its log lines, its condition and its Events
     secrets: SecretValues = field(default_factory=SecretValues)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def cr_log_fields(ref: ObjectRef) -> dict[str, Any]:
