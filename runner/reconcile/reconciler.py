@@ -37,9 +37,9 @@ from runner.kube.resources import ObjectRef
 from runner.reconcile import annotations as cr_annotations
 from runner.reconcile import conditions, extravars
 from runner.reconcile.ansible_result import AnsibleResult
+from runner.reconcile.crnames import cr_env, cr_log_fields
 from runner.reconcile.interface import Outcome
 from runner.reconcile.recorder import EventRecorder
-from runner.util.logs import cr_fields
 from runner.util.redact import SecretValues
 from runner.watches import Watch
 
@@ -68,25 +68,6 @@ class _Run:
     result: RunResult | None = None
     # what the run must not show: masked in its log lines, its condition and its Events
     secrets: SecretValues = field(default_factory=SecretValues)
-
-
-def cr_log_fields(ref: ObjectRef) -> dict[str, Any]:
-    return cr_fields(ref.resource.kind, ref.namespace, ref.name)
-
-
-def cr_env(ref: ObjectRef, unsaved: bool = False) -> dict[str, str]:
-    """Names of the CR being reconciled, for modules that default to it (k8s_status);
-    `unsaved`: a check-mode run of a CR given from a file, which may not be in the cluster."""
-    env = {
-        "OPERATOR_RUNNER_CR_API_VERSION": ref.resource.api_version,
-        "OPERATOR_RUNNER_CR_KIND": ref.resource.kind,
-        "OPERATOR_RUNNER_CR_PLURAL": ref.resource.plural,
-        "OPERATOR_RUNNER_CR_NAME": ref.name,
-        "OPERATOR_RUNNER_CR_NAMESPACE": ref.namespace or "",
-    }
-    if unsaved:
-        env["OPERATOR_RUNNER_CR_UNSAVED"] = "1"
-    return env
 
 
 class RunAccess(Protocol):
