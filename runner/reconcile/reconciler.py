@@ -157,16 +157,18 @@ class Reconciler:
             self.artifacts.remove(ref)
             return Outcome(forget=True, detail="gone after the run")
         redact = run.secrets.redact
+        # What the run reconciled: a spec changed while it ran is the next run's to report.
+        ran = _generation(run.obj)
         if not summary.finished:
             message = redact(
                 f"the Ansible run ended without a result (ansible-runner status {result.status}, "
                 f"rc {result.rc}); last output: {result.stdout_tail or '(none)'}"
             )
-            await self._report_error(ref, now_obj, message)
+            await self._report_error(ref, now_obj, message, ran)
             return Outcome(failed=True, detail=message, errored=True)
         if summary.failures or result.status != "successful":
             messages = [redact(m) for m in summary.failures]
-            await self._report_failure(ref, now_obj, result, messages, run.finalizing)
+            await self._report_failure(ref, now_obj, result, messages, run.finalizing, ran)
             return Outcome(
                 failed=True,
                 detail="; ".join(messages),
@@ -180,7 +182,7 @@ class Reconciler:
             return Outcome(detail="finalized")
         was_failing = _is_failing(now_obj)
         await self._write_status(
-            ref, now_obj, conditions.succeeded, result=_ansible_result(summary)
+            ref, now_obj, conditions.succeeded, ran, result=_ansible_result(summary)
         )
         if was_failing:
             await self._emit(now_obj, "Normal", "Reconciled", "reconciliation succeeded again")
@@ -290,6 +292,7 @@ class Reconciler:
         result: RunResult,
         messages: list[str],
         finalizing: bool,
+        generation: int,
     ) -> None:
         """The failed tasks' `messages` (masked already) in the log, the condition, an Event."""
         summary = result.summary
@@ -297,14 +300,21 @@ class Reconciler:
         what = "finalizer" if finalizing else "reconciliation"
         log.warning("%s failed: %s", what, "; ".join(messages), extra=cr_log_fields(ref))
         await self._write_status(
-            ref, obj, conditions.failed, messages=messages, result=_ansible_result(summary)
+            ref,
+            obj,
+            conditions.failed,
+            generation,
+            messages=messages,
+            result=_ansible_result(summary),
         )
         reason = "FinalizerFailed" if finalizing else "ReconcileFailed"
         await self._emit(obj, "Warning", reason, "\n".join(messages))
 
-    async def _report_error(self, ref: ObjectRef, obj: dict[str, Any], message: str) -> None:
+    async def _report_error(
+        self, ref: ObjectRef, obj: dict[str, Any], message: str, generation: int | None = None
+    ) -> None:
         log.warning("reconciliation failed: %s", message, extra=cr_log_fields(ref))
-        await self._write_status(ref, obj, conditions.errored, message=message)
+        await self._write_status(ref, obj, conditions.errored, generation, message=message)
         await self._emit(obj, "Warning", "ReconcileFailed", message)
 
     async def _emit(self, obj: dict[str, Any], etype: str, reason: str, message: str) -> None:
@@ -321,16 +331,17 @@ class Reconciler:
         ref: ObjectRef,
         obj: dict[str, Any],
         transition: Callable[..., dict[str, Any]],
+        generation: int | None = None,
         **details: Any,
     ) -> dict[str, Any]:
         """Apply a `conditions` transition (running, succeeded, failed, errored) with its
-        `details`, and patch the conditions when they changed; nothing without manageStatus
-        or in check mode."""
+        `details`, for `generation` (default: `obj`'s), and patch the conditions when they
+        changed; nothing without manageStatus or in check mode."""
         if not self.watch.manage_status or self.options.check:
             return obj
-        meta = obj.get("metadata") or {}
         old = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-        generation = int(meta.get("generation") or 0)
+        if generation is None:
+            generation = _generation(obj)
         new = transition(old, generation=generation, now=datetime.now(UTC), **details)
         if not conditions.status_changed(old, new):
             return obj
@@ -359,6 +370,10 @@ class Reconciler:
         await self.client.send_or_none(
             kube.set_finalizers(ref, finalizers, meta["resourceVersion"])
         )
+
+
+def _generation(obj: Mapping[str, Any]) -> int:
+    return int((obj.get("metadata") or {}).get("generation") or 0)
 
 
 def _ansible_result(summary: RunSummary) -> AnsibleResult:

@@ -351,3 +351,34 @@ def test_the_secrets_a_run_saw_are_masked_in_its_condition_event_and_outcome(
     assert events(api)[-1]["message"] == masked
     assert outcome.detail == masked
     assert "hunter22" not in caplog.text and masked in caplog.text
+
+
+class SpecChangedDuringRun(FakeRuns):
+    """The CR's spec is edited (generation 2) while its generation-1 run is in flight."""
+
+    def __init__(self, api: FakeApi, result: RunResult) -> None:
+        super().__init__(result)
+        self.api = api
+
+    async def run(self, request: RunRequest) -> RunResult:
+        obj = self.api.get(REF)
+        assert obj is not None
+        self.api.put(REF, {**obj, "metadata": {**obj["metadata"], "generation": 2}})
+        return await super().run(request)
+
+
+@pytest.mark.parametrize("result", [success(), failure("boom")], ids=["success", "failure"])
+def test_a_run_reports_the_generation_it_ran_not_one_edited_meanwhile(
+    tmp_path: Path, result: RunResult
+) -> None:
+    """A spec edited during a run is the next run's to report: the result names generation
+    1, so Ready is not True for generation 2 (kstatus waits for the follow-up run)."""
+    api = FakeApi()
+    api.put(REF, echo())
+    reconcile(reconciler(tmp_path, api, SpecChangedDuringRun(api, result)))
+    obj = api.get(REF)
+    assert obj is not None and obj["metadata"]["generation"] == 2
+    ctype = "Successful" if result.ok else "Failure"
+    assert condition(obj, ctype)["status"] == "True"
+    assert condition(obj, ctype)["observedGeneration"] == 1
+    assert condition(obj, "Ready")["observedGeneration"] == 1
