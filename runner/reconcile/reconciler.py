@@ -35,7 +35,7 @@ from runner.kube import client as kube
 from runner.kube.client import KubeClient
 from runner.kube.resources import ObjectRef
 from runner.reconcile import annotations as cr_annotations
-from runner.reconcile import conditions, extravars
+from runner.reconcile import conditionlist, conditions, extravars
 from runner.reconcile.ansible_result import AnsibleResult
 from runner.reconcile.crnames import cr_env, cr_log_fields
 from runner.reconcile.interface import Outcome
@@ -343,7 +343,7 @@ class Reconciler:
         if generation is None:
             generation = _generation(obj)
         new = transition(old, generation=generation, now=datetime.now(UTC), **details)
-        if not conditions.status_changed(old, new):
+        if not conditionlist.status_changed(old, new):
             return obj
         patched: dict[str, Any] | None = await self.client.send_or_none(
             kube.patch_status(ref, {"conditions": new.get("conditions", [])})
@@ -386,5 +386,5 @@ def _changed(summary: RunSummary) -> int:
 
 def _is_failing(obj: Mapping[str, Any]) -> bool:
     status = obj.get("status")
-    failure = conditions.find_condition(status if isinstance(status, dict) else None, "Failure")
+    failure = conditionlist.find_condition(status if isinstance(status, dict) else None, "Failure")
     return bool(failure and failure.get("status") == "True")

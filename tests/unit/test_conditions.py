@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from runner.reconcile import conditionlist as cl
 from runner.reconcile import conditions as c
 from runner.reconcile.ansible_result import AnsibleResult
 
@@ -17,7 +18,7 @@ T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=1)
 T2 = T0 + timedelta(minutes=2)
 T3 = T0 + timedelta(minutes=3)
-S0, S1, S2, S3 = (c.format_time(t) for t in (T0, T1, T2, T3))
+S0, S1, S2, S3 = (cl.format_time(t) for t in (T0, T1, T2, T3))
 
 RESULT = AnsibleResult(ok=3, changed=1, skipped=2, failures=0, completion="2026-12-02T12:00:30")
 FAILED_RESULT = AnsibleResult(ok=1, failures=1, completion="2026-12-02T12:00:40")
@@ -25,7 +26,7 @@ FAILED_RESULT = AnsibleResult(ok=1, failures=1, completion="2026-12-02T12:00:40"
 
 def cond(status: Mapping[str, Any], ctype: str) -> dict[str, Any]:
     """Return the condition of ``ctype`` in ``status``, failing the test if there is none."""
-    found = c.find_condition(status, ctype)
+    found = cl.find_condition(status, ctype)
     assert found is not None, f"no {ctype} condition in {status}"
     return found
 
@@ -132,16 +133,16 @@ def test_result_to_dict_has_operator_sdk_keys() -> None:
 
 
 def test_format_time_is_rfc3339_utc() -> None:
-    assert c.format_time(T0) == "2026-12-02T12:00:00Z"
+    assert cl.format_time(T0) == "2026-12-02T12:00:00Z"
     plus_two = timezone(timedelta(hours=2))
-    assert c.format_time(datetime(2026, 12, 2, 14, 0, 0, 999, tzinfo=plus_two)) == S0
-    assert c.format_time(datetime(2026, 12, 2, 12, 0, 0)) == S0  # naive counts as UTC
+    assert cl.format_time(datetime(2026, 12, 2, 14, 0, 0, 999, tzinfo=plus_two)) == S0
+    assert cl.format_time(datetime(2026, 12, 2, 12, 0, 0)) == S0  # naive counts as UTC
 
 
 def test_find_condition_tolerates_missing_status() -> None:
-    assert c.find_condition(None, "Running") is None
-    assert c.find_condition({}, "Running") is None
-    assert c.find_condition({"conditions": None}, "Running") is None
+    assert cl.find_condition(None, "Running") is None
+    assert cl.find_condition({}, "Running") is None
+    assert cl.find_condition({"conditions": None}, "Running") is None
 
 
 def test_find_condition_returns_a_copy() -> None:
@@ -153,27 +154,27 @@ def test_find_condition_returns_a_copy() -> None:
 
 def test_set_condition_appends_new_type() -> None:
     new = {"type": "Ready", "status": "True", "reason": "Ok", "message": ""}
-    result = c.set_condition([], new, T0)
+    result = cl.set_condition([], new, T0)
     assert result == [{**new, "lastTransitionTime": S0}]
 
 
 def test_set_condition_keeps_time_when_status_unchanged() -> None:
     old = {"type": "Ready", "status": "True", "reason": "A", "lastTransitionTime": S0}
     new = {"type": "Ready", "status": "True", "reason": "B", "lastTransitionTime": S2}
-    assert c.set_condition([old], new, T1) == [{**new, "lastTransitionTime": S0}]
+    assert cl.set_condition([old], new, T1) == [{**new, "lastTransitionTime": S0}]
 
 
 def test_set_condition_sets_time_when_status_changes() -> None:
     old = {"type": "Ready", "status": "True", "reason": "A", "lastTransitionTime": S0}
     new = {"type": "Ready", "status": "False", "reason": "A"}
-    assert c.set_condition([old], new, T1)[0]["lastTransitionTime"] == S1
+    assert cl.set_condition([old], new, T1)[0]["lastTransitionTime"] == S1
 
 
 @pytest.mark.parametrize("bad_time", [None, "", "yesterday", 12, "2026-13-02T12:00:00Z"])
 def test_set_condition_replaces_invalid_old_time(bad_time: object) -> None:
     old = {"type": "Ready", "status": "True", "reason": "A", "lastTransitionTime": bad_time}
     new = {"type": "Ready", "status": "True", "reason": "A"}
-    assert c.set_condition([old], new, T1)[0]["lastTransitionTime"] == S1
+    assert cl.set_condition([old], new, T1)[0]["lastTransitionTime"] == S1
 
 
 def test_set_condition_keeps_position_and_does_not_mutate() -> None:
@@ -183,7 +184,7 @@ def test_set_condition_keeps_position_and_does_not_mutate() -> None:
         {"type": "C", "status": "True", "lastTransitionTime": S0},
     ]
     before = copy.deepcopy(conditions)
-    result = c.set_condition(conditions, {"type": "B", "status": "False"}, T1)
+    result = cl.set_condition(conditions, {"type": "B", "status": "False"}, T1)
     assert [x["type"] for x in result] == ["A", "B", "C"]
     assert result[1] == {"type": "B", "status": "False", "lastTransitionTime": S1}
     assert conditions == before
@@ -191,19 +192,19 @@ def test_set_condition_keeps_position_and_does_not_mutate() -> None:
 
 def test_status_changed() -> None:
     status = c.succeeded(None, generation=1, now=T0, result=RESULT)
-    assert not c.status_changed(status, copy.deepcopy(status))
-    assert not c.status_changed(None, {})
-    assert c.status_changed(None, status)
+    assert not cl.status_changed(status, copy.deepcopy(status))
+    assert not cl.status_changed(None, {})
+    assert cl.status_changed(None, status)
     changed = copy.deepcopy(status)
     changed["conditions"][0]["lastTransitionTime"] = S1
-    assert c.status_changed(status, changed)
-    assert c.status_changed(status, {**status, "phase": "Ready"})
+    assert cl.status_changed(status, changed)
+    assert cl.status_changed(status, {**status, "phase": "Ready"})
 
 
 def test_status_changed_compares_mapping_views_by_content() -> None:
     status = c.running({"phase": "x"}, generation=1, now=T0)
     view = MappingProxyType({"phase": "x", "conditions": status["conditions"]})
-    assert not c.status_changed(view, status)
+    assert not cl.status_changed(view, status)
 
 
 # ------------------------------------------------------------------------------ running
@@ -292,7 +293,7 @@ def test_running_keeps_last_failure() -> None:
 def test_running_twice_is_a_no_op() -> None:
     first = c.running({"phase": "x"}, generation=1, now=T0)
     second = c.running(first, generation=1, now=T1)
-    assert not c.status_changed(first, second)
+    assert not cl.status_changed(first, second)
 
 
 def test_running_records_new_generation_but_keeps_time() -> None:
@@ -597,13 +598,13 @@ def with_times(conditions: list[dict[str, Any]]) -> dict[str, Any]:
 def assert_honest(status: Mapping[str, Any]) -> None:
     """Assert the invariants every status this module returns must satisfy."""
     for condition in status["conditions"]:
-        if condition["type"] in c.MANAGED_TYPES:
+        if condition["type"] in cl.MANAGED_TYPES:
             assert condition["status"] in ("True", "False", "Unknown"), condition
             assert isinstance(condition["reason"], str), condition
             assert condition["reason"], condition
             assert condition["reason"][0].isupper(), condition
             assert isinstance(condition["message"], str), condition
-    successful = c.find_condition(status, "Successful")
+    successful = cl.find_condition(status, "Successful")
     if successful is not None:
         assert (successful["status"], successful["reason"]) != ("False", "Successful")
 
@@ -689,5 +690,5 @@ def test_running_drops_outcome_conditions_with_invalid_status(bad_status: object
             {"type": "Failure", "status": bad_status, "reason": "Failed", "message": ""},
         ]
     )
-    assert c.find_condition(status, "Successful") is None
+    assert cl.find_condition(status, "Successful") is None
     assert types(c.running(status, generation=1, now=T1)) == ["Running", "Ready"]

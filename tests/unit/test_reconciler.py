@@ -22,7 +22,7 @@ from runner.ansible.results import RunSummary
 from runner.kube import client as kube
 from runner.kube.client import Request
 from runner.kube.resources import ObjectRef, Resource
-from runner.reconcile import conditions
+from runner.reconcile import conditionlist, conditions
 from runner.reconcile.interface import Outcome
 from runner.reconcile.reconciler import Options, Reconciler
 from runner.reconcile.recorder import EventRecorder
@@ -95,7 +95,7 @@ def reconcile(rec: Reconciler) -> Outcome:
 
 
 def condition(obj: dict[str, Any] | None, ctype: str) -> dict[str, Any]:
-    found = conditions.find_condition((obj or {}).get("status"), ctype)
+    found = conditionlist.find_condition((obj or {}).get("status"), ctype)
     assert found is not None, (ctype, obj)
     return dict(found)
 
