@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """make lint: no Python module of runner/, bench/ or hack/ over MAX_LINES lines.
 
-The house rule is modules of about 400 lines, one responsibility each; MAX_LINES leaves room
-for "about" and stops the slow growth that turns a module into two. The Ansible modules and
-plugins of the bundled collection (runner/ansible/collections) are Ansible's shape, one file
-each, and are not counted.
+The house rule is modules of at most 400 lines, one responsibility each: a module that grows past
+it holds two and is split by concern (a commit that moves the code, changing nothing else). The
+Ansible modules and plugins of the bundled collection (runner/ansible/collections) are Ansible's
+shape, one file each, and are not counted.
 
     hack/module_sizes.py [--max N] [--list]
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ROOTS = ("runner", "bench", "hack")
 EXCLUDED = ("runner/ansible/collections",)
-MAX_LINES = 450
+MAX_LINES = 400
 
 
 def modules() -> list[Path]:
