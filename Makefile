@@ -192,5 +192,5 @@ BENCH_SCALE ?= small
 export BENCH_SCALE
 
 .PHONY: bench
-bench: venv ## Benchmark against operator-sdk's ansible-operator on an own cluster (BENCH_SCALE=small|medium|full, BENCH_ARGS=...); table + bench/results/*.json.
+bench: venv ## Benchmark against operator-sdk's ansible-operator on an own cluster (BENCH_SCALE=small|medium|full, BENCH_ARGS=...): a table, its record bench/results/run-<scale>.json (docs/figures.md), the full JSON in bench/results/raw/.
 	@bench/bench.sh

@@ -30,6 +30,8 @@ ansible-runner's run (the reconcile path), a quick run (no ansible-runner), a qu
 job was started ahead, and that with the lookup plugin and its client loaded ahead; and the
 stages of the last (job events' timestamps): vars handed over -> playbook start -> task
 start -> task result -> exit.
+
+Without --breakdown, the table is also written as the bench's record (bench/record.py).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from . import record
 from .admission_project import GROUP, crd, write_project
 from .cluster import established
 from .harness import wait_until
@@ -332,22 +335,29 @@ def breakdown(runs: int) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def table(result: dict[str, Any]) -> str:
-    lines = ["| rate | webhook | p50 | p99 | max | outcomes |", "|---|---|---|---|---|---|"]
-    for row in result["latency"]:
-        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(row["outcomes"].items()))
-        lines.append(
-            f"| {row['rate']}/s | {row['webhook']} | {row['p50'] * 1000:.0f} ms | "
-            f"{row['p99'] * 1000:.0f} ms | {row['max'] * 1000:.0f} ms | {outcomes} |"
-        )
+def table(result: dict[str, Any]) -> record.Table:
+    rows: list[list[record.Value]] = [
+        [
+            f"{row['rate']}/s",
+            row["webhook"],
+            round(row["p50"] * 1000),
+            round(row["p99"] * 1000),
+            round(row["max"] * 1000),
+            ", ".join(f"{k} {v}" for k, v in sorted(row["outcomes"].items())),
+        ]
+        for row in result["latency"]
+    ]
+    columns = ["rate", "webhook", "p50 ms", "p99 ms", "max ms", "outcomes"]
+    return record.Table("dry-run creates", columns, rows)
+
+
+def notes(result: dict[str, Any]) -> list[str]:
     rec = result["reconcile"]
-    lines.append("")
-    lines.append(f"operator process tree, webhooks warm: {result['pss_mib_webhooks_warm']} MiB PSS")
-    lines.append(
+    return [
+        f"operator process tree, webhooks warm: {result['pss_mib_webhooks_warm']} MiB PSS",
         f"reconcile create -> Successful p50: {rec['idle_p50']:.2f} s idle, "
-        f"{rec['under_10rps_admissions_p50']:.2f} s while admissions run at 10/s"
-    )
-    return "\n".join(lines)
+        f"{rec['under_10rps_admissions_p50']:.2f} s while admissions run at 10/s",
+    ]
 
 
 def main() -> int:
@@ -371,7 +381,8 @@ def main() -> int:
         except TimeoutError as err:
             print(f"admission: {err}; operator log: {work / 'operator.log'}", file=sys.stderr)
             return 1
-        print(table(result))
+        print("\n".join([record.text(table(result)), "", *notes(result)]))
+        record.write("admission", "admission", "", [table(result)], notes(result))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
     return 0

@@ -7,7 +7,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 scale=${BENCH_SCALE:-small}
 ts=$(date -u +%Y%m%dT%H%M%SZ)
-out=${BENCH_OUT:-bench/results/$scale-$ts.json}
+out=${BENCH_OUT:-bench/results/raw/$scale-$ts.json}
 bench/peer.sh
 if [ -n "${OPERATOR_RUNNER_KUBECONFIG:-}" ]; then
   kubeconfig=$OPERATOR_RUNNER_KUBECONFIG

@@ -18,7 +18,8 @@ are reaped by the same process and come as one figure.
 
 Then the memory of the operator's process tree, RSS and PSS (smaps_rollup) per process: warm
 (right after the last run), and idle (the CR deleted, the warm executors stopped after
-`--idle` seconds without a run, the operator's `--warm-idle-timeout`).
+`--idle` seconds without a run, the operator's `--warm-idle-timeout`). The tables are also
+written as the bench's record, breakdown-<executor> (bench/record.py).
 
 With OPERATOR_RUNNER_PROFILE=PREFIX in the environment every playbook job, task worker and
 module job also writes a cProfile file (see bench/README.md).
@@ -39,6 +40,7 @@ from pathlib import Path
 import yaml
 from kubernetes import client, config
 
+from . import record
 from .harness import REPO, wait_until
 from .reconcile_cost import start_operator
 
@@ -214,7 +216,34 @@ def main() -> int:
     print_memory("memory warm (after the last run)", warm)
     print_memory(f"memory idle (no CR, executors stopped after {args.idle:g} s)", idle)
     print(f"operator log: {log}")
+    cpu: list[list[record.Value]] = [[key, *spread([r[key] for r in rows])] for key in keys]
+    cpu.append(["total", *spread(total)])
+    record.write(
+        f"breakdown-{args.executor}",
+        "breakdown",
+        f"--executor={args.executor}",
+        [
+            record.Table(
+                f"CPU s per run, {len(rows)} runs", ["process", "mean", "min", "max"], cpu
+            ),
+            memory_table("memory warm (after the last run)", warm),
+            memory_table(f"memory idle (no CR, executors stopped after {args.idle:g} s)", idle),
+        ],
+        [f"wall s per run (the operator's log): {statistics.mean(durations[1:]):.3f}"],
+    )
     return 0
+
+
+def spread(values: list[float]) -> list[float]:
+    return [round(statistics.mean(values), 3), round(min(values), 3), round(max(values), 3)]
+
+
+def memory_table(title: str, rows: list[tuple[str, float, float]]) -> record.Table:
+    table: list[list[record.Value]] = [
+        [name, round(rss, 1), round(pss, 1)] for name, rss, pss in rows
+    ]
+    table.append(["tree", round(sum(r[1] for r in rows), 1), round(sum(r[2] for r in rows), 1)])
+    return record.Table(title, ["process", "RSS MiB", "PSS MiB"], table)
 
 
 if __name__ == "__main__":

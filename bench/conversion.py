@@ -20,7 +20,8 @@ Measured, each `--rounds` times after two warm-up rounds:
 - through the API server: a GET of one object in v1alpha0 (converted by the webhook) and in
   v1alpha1 (stored: no webhook), with the Python client.
 
-Prints a table (p50 and p99 in ms, CPU in ms per review) and writes the figures as JSON.
+Prints a table (p50 and p99 in ms, CPU in ms per review), writes it as the bench's record
+(bench/record.py) and, with --out, the figures as JSON.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any
 
 from kubernetes import client, config
 
+from . import record
 from .cluster import ANY_OBJECT, crd_body, crd_version
 from .harness import REPO, log
 from .operators import RunningOperator, ours_spec
@@ -247,37 +249,32 @@ def measure(a: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def table(results: dict[str, Any]) -> str:
-    rows = [("what", "p50 ms", "p99 ms", "CPU ms/review")]
+def table(results: dict[str, Any]) -> record.Table:
+    rows: list[list[record.Value]] = []
     for kind, how in KINDS.items():
         for n in (1, 100):
             r = results[f"webhook_{kind}_{n}"]
             rows.append(
-                (
+                [
                     f"/convert, {n} object{'s' if n > 1 else ''}, {how}",
-                    f"{r['p50_ms']:.1f}",
-                    f"{r['p99_ms']:.1f}" if r["p99_ms"] is not None else "-",
-                    f"{r['cpu_ms']:.0f}",
-                )
+                    round(r["p50_ms"], 1),
+                    None if r["p99_ms"] is None else round(r["p99_ms"], 1),
+                    round(r["cpu_ms"]),
+                ]
             )
         for version in ("v1alpha1", "v1alpha0"):
             r = results[f"get_{kind}_{version}"]
             via = "stored, no webhook" if version == "v1alpha1" else "converted"
             rows.append(
-                (
+                [
                     f"GET through the API server, {version} ({via}), {how}",
-                    f"{r['p50_ms']:.1f}",
-                    f"{r['p99_ms']:.1f}" if r["p99_ms"] is not None else "-",
-                    "",
-                )
+                    round(r["p50_ms"], 1),
+                    None if r["p99_ms"] is None else round(r["p99_ms"], 1),
+                    None,
+                ]
             )
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = [
-        "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
-        for row in rows
-    ]
-    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    return "\n".join(lines)
+    columns = ["what", "p50 ms", "p99 ms", "CPU ms/review"]
+    return record.Table(f"{results['rounds']} rounds each", columns, rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="write the figures as JSON here")
     a = p.parse_args(argv)
     results = measure(a)
-    print(table(results))
+    print(record.text(table(results)))
+    record.write("conversion", "conversion", "", [table(results)])
     if a.out:
         a.out.write_text(json.dumps(results, indent=1))
     return 0

@@ -15,7 +15,7 @@ both executors in turn (alternating, so that a machine's drift takes them alike)
 process tree per run) with that Python, then prints a table: per environment and executor, the
 mean CPU seconds per run of each round, their mean, and the wall seconds per run. It also
 reads which executor the operator really used (the warm executor falls back to the plain path
-when a line or a patch fails).
+when a line or a patch fails). The table is also written as the bench's record (bench/record.py).
 
 Run it under the team lock: `flock /tmp/or-heavy.lock python -m bench.lines ...`.
 """
@@ -32,6 +32,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import record
 from .harness import REPO
 
 
@@ -58,7 +59,7 @@ def parse_target(spec: str) -> Target:
 
 
 def environ(target: Target) -> dict[str, str]:
-    env = dict(os.environ)
+    env = {**os.environ, "BENCH_RECORD": "0"}  # this bench's record holds the breakdowns'
     if target.source:
         env["PYTHONPATH"] = target.source
     return env
@@ -165,6 +166,22 @@ def main() -> int:
                 f"{statistics.mean(cpus):>6.3f} {statistics.mean(walls):>7.3f}  "
                 f"{target.chosen[executor]}"
             )
+    rows: list[list[record.Value]] = [
+        [
+            target.label,
+            target.versions,
+            executor,
+            " / ".join(f"{value:.3f}" for value in target.cpu[executor]),
+            round(statistics.mean(target.cpu[executor]), 3),
+            round(statistics.mean(target.wall[executor]), 3),
+            target.chosen[executor],
+        ]
+        for target in targets
+        for executor in executors
+    ]
+    columns = ["line", "versions", "executor", "CPU s per run, rounds", "mean", "wall s", "chosen"]
+    title = f"{args.runs} warm / {args.plain_runs} plain runs per round, {args.rounds} round(s)"
+    record.write("lines", "lines", "", [record.Table(title, columns, rows)])
     if args.json:
         args.json.write_text(json.dumps([vars(t) for t in targets], indent=1))
     return 0

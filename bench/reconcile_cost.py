@@ -7,7 +7,8 @@ kubernetes.core.k8s ConfigMaps): start the operator, reconcile one CR `--runs` t
 change each time, waiting for Successful at the new generation), and read the CPU seconds of
 the operator's whole process tree (its own, its live descendants', and those they reaped)
 before and after. Then RSS of the tree idle, and with `--crs` trivial CRs converged.
-Prints a table; --json writes the figures.
+Prints a table and writes it as the bench's record (bench/record.py); --json writes the
+figures.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from typing import Any
 
 from kubernetes import client, config
 
+from . import record
 from .cluster import ANY_OBJECT, crd_body, crd_version, established
 from .harness import BENCH, wait_until
 
 GROUP = "cost.operator-runner.dev"
+ROLES = {"Trivial": "one debug task", "Five": "five kubernetes.core.k8s tasks"}
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -210,18 +213,30 @@ def main() -> int:
     rows = [
         measure(args.kubeconfig, executor, args.runs, args.crs) for executor in ("warm", "plain")
     ]
-    print(f"{'executor':<8} {'role':<8} {'wall p50 s':>10} {'CPU s/reconcile':>16}")
-    for row in rows:
-        for kind in ("Trivial", "Five"):
-            print(
-                f"{row['executor']:<8} {kind:<8} {row[kind]['wall_p50_s']:>10} "
-                f"{row[kind]['cpu_per_reconcile_s']:>16}"
-            )
-    for row in rows:
-        print(
-            f"{row['executor']}: RSS idle {row['rss_idle_mb']} MB, "
-            f"with {args.crs} CRs {row[f'rss_{args.crs}_crs_mb']} MB"
-        )
+    table = record.Table(
+        f"{args.runs} reconciles of each role; the operator's process tree",
+        ["executor", "role", "wall p50 s", "CPU s per reconcile", "RSS idle MB", "RSS with CRs MB"],
+        [
+            [
+                row["executor"],
+                ROLES[kind],
+                row[kind]["wall_p50_s"],
+                row[kind]["cpu_per_reconcile_s"],
+                row["rss_idle_mb"],
+                row[f"rss_{args.crs}_crs_mb"],
+            ]
+            for row in rows
+            for kind in ("Trivial", "Five")
+        ],
+    )
+    print(record.text(table))
+    record.write(
+        "reconcile_cost",
+        "reconcile_cost",
+        "",
+        [table],
+        [f"RSS with CRs: with {args.crs} one-task CRs converged"],
+    )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import sharding as shard
+from .record import Value
 
 
 def pct(values: list[float], p: float) -> float | None:
@@ -72,21 +73,17 @@ def fmt(v: Any) -> str:
     return str(v)
 
 
-def table(results: dict[str, Any], sizes: dict[str, Any]) -> str:
-    peer_label = next(
-        (r["peer"].get("operator") for r in results.values() if r.get("peer")), "peer"
-    )
-    lines = [
-        f"ours = operator-runner; peer = {peer_label}",
-        f"sizes: latency {sizes['latency']} CRs, burst {sizes['burst']}, "
-        f"scale/resync N = {sizes['scale']}, fairness N = {sizes['fairness']}, sharding "
-        f"{sizes['sharding_io']} CRs (I/O role, {shard.DELAY_S:g} s a run) / "
-        f"{sizes['sharding_cpu']} (EchoFlask), --max-concurrent-reconciles={shard.MAX_CONCURRENT} "
-        "per replica; the peer cannot shard (1 replica only)",
-        "",
-    ]
-    header = f"{'figure':<47} {'unit':<4} {'ours':>10} {'peer':>10} {'ours/peer':>9}"
-    lines += [header, "-" * len(header)]
+def rounded(v: Value) -> Value:
+    """A float as the table shows it (2 decimals under 100, none above); others unchanged."""
+    if isinstance(v, float):
+        return round(v, 2) if abs(v) < 100 else float(round(v))
+    return v
+
+
+def figures(results: dict[str, Any]) -> list[list[Value]]:
+    """One row per figure of ROWS: title, unit, ours, peer, ours/peer (None where not measured,
+    "DNF" where the session did not finish)."""
+    out: list[list[Value]] = []
     for title, unit, scen, key in ROWS:
         r = results.get(scen) or {}
         if key.startswith("idle_"):  # measured in every session: take the first one that has it
@@ -101,14 +98,55 @@ def table(results: dict[str, Any], sizes: dict[str, Any]) -> str:
             )
         o, p = (r.get("ours") or {}), (r.get("peer") or {})
         ov, pv = o.get(key), p.get(key)
-        ov_s = "DNF" if ov is None and "dnf" in o else fmt(ov)
-        pv_s = "DNF" if pv is None and "dnf" in p else fmt(pv)
         ratio = (
-            fmt(ov / pv)
+            ov / pv
             if isinstance(ov, (int, float)) and isinstance(pv, (int, float)) and pv
-            else "-"
+            else None
         )
-        lines.append(f"{title:<47} {unit:<4} {ov_s:>10} {pv_s:>10} {ratio:>9}")
+        out.append(
+            [
+                title,
+                unit,
+                "DNF" if ov is None and "dnf" in o else ov,
+                "DNF" if pv is None and "dnf" in p else pv,
+                ratio,
+            ]
+        )
+    return out
+
+
+def sizes_line(sizes: dict[str, Any]) -> str:
+    return (
+        f"sizes: latency {sizes['latency']} CRs, burst {sizes['burst']}, "
+        f"scale/resync N = {sizes['scale']}, fairness N = {sizes['fairness']}, sharding "
+        f"{sizes['sharding_io']} CRs (I/O role, {shard.DELAY_S:g} s a run) / "
+        f"{sizes['sharding_cpu']} (EchoFlask), --max-concurrent-reconciles={shard.MAX_CONCURRENT} "
+        "per replica; the peer cannot shard (1 replica only)"
+    )
+
+
+def peer_label(results: dict[str, Any]) -> str:
+    found = (r["peer"].get("operator") for r in results.values() if r.get("peer"))
+    return str(next(found, "peer"))
+
+
+def table(results: dict[str, Any], sizes: dict[str, Any]) -> str:
+    lines = [
+        f"ours = operator-runner; peer = {peer_label(results)}",
+        sizes_line(sizes),
+        "",
+    ]
+    header = f"{'figure':<47} {'unit':<4} {'ours':>10} {'peer':>10} {'ours/peer':>9}"
+    lines += [header, "-" * len(header)]
+    for title, unit, ov, pv, ratio in figures(results):
+        lines.append(f"{title:<47} {unit:<4} {fmt(ov):>10} {fmt(pv):>10} {fmt(ratio):>9}")
+    found = notes(results)
+    if found:
+        lines += ["", *found]
+    return "\n".join(lines)
+
+
+def notes(results: dict[str, Any]) -> list[str]:
     notes = []
     for scen, r in results.items():
         for who in ("ours", "peer"):
@@ -137,6 +175,4 @@ def table(results: dict[str, Any], sizes: dict[str, Any]) -> str:
                 )
             if (r.get(who) or {}).get("settled") is False:
                 notes.append(f"{scen}/{who}: not quiet within 300 s after all were Successful")
-    if notes:
-        lines += ["", *notes]
-    return "\n".join(lines)
+    return notes

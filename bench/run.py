@@ -1,6 +1,6 @@
 """operator-runner against operator-sdk's ansible-operator on a real (local) cluster.
 
-    python -m bench.run --scale small|medium|full [--out bench/results/<ts>.json]
+    python -m bench.run --scale small|medium|full [--out bench/results/raw/<ts>.json]
                         [--kubeconfig FILE] [--peer auto|binary|none]
                         [--scenarios latency,burst,scale]
 
@@ -18,7 +18,9 @@ a fresh process, the two never at the same time, interleaved scenario by scenari
   at full scale, extrapolated to N);
 - idle memory: operator up after one warm-up CR (deleted again), no CRs.
 
-See bench/README.md.
+At the end the table is written as the bench's record, bench/results/run-<scale>.json (with the
+scenarios in its name when they are not the default ones; bench/record.py), and everything it
+measured to --out. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -34,13 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from . import fairness as fair
+from . import record
 from . import sharding as shard
 from .cluster import Cluster
 from .harness import BENCH, REPO, SCALES, DidNotFinish, MiB, log
 from .operators import PEER_VENV, OperatorSpec, ours_spec, peer_spec, wait_quiet
-from .results import pct, table
+from .results import figures, notes, pct, peer_label, rounded, sizes_line, table
 from .scale import scale
 from .session import Session
+
+DEFAULT_SCENARIOS = "latency,burst,scale"
 
 
 def latency(s: Session, n: int, size: int) -> None:
@@ -139,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=["ours", "peer"],
         help="run the scenarios for this operator alone (e.g. the peer's long scale run apart)",
     )
-    p.add_argument("--scenarios", default="latency,burst,scale")
+    p.add_argument("--scenarios", default=DEFAULT_SCENARIOS)
     p.add_argument(
         "--size", type=int, default=1, help="spec.size of the latency and burst CRs (default 1)"
     )
@@ -193,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cap:
         sizes["cap"] = a.cap
     ts = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = a.out or BENCH / "results" / f"{ts}.json"
+    out = a.out or BENCH / "results" / "raw" / f"{ts}.json"
     work = a.work or Path(os.environ.get("TMPDIR", "/tmp")) / f"operator-runner-bench-{ts}"
     work.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(Path(a.kubeconfig))
@@ -316,11 +321,31 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     print(text)
+    rows = [
+        [title, unit, *(rounded(v) for v in values)] for title, unit, *values in figures(results)
+    ]
+    columns = ["figure", "unit", "ours", "peer", "ours/peer"]
+    title = f"ours = operator-runner; peer = {peer_label(results)}; {sizes_line(sizes)}"
+    record.write(
+        record_name(a.scale, scenarios, a.only),
+        "run",
+        f"{a.scale} scale, {', '.join(scenarios)}" + (f", {a.only} only" if a.only else ""),
+        [record.Table(title, columns, rows)],
+        notes(results),
+    )
     print(
         f"\n(total {meta['total_wall_s']:.0f} s; load average {meta['loadavg_start'][0]:.1f} -> "
         f"{meta['loadavg_end'][0]:.1f} on {os.cpu_count()} CPUs; JSON: {out})"
     )
     return 0
+
+
+def record_name(scale: str, scenarios: list[str], only: str | None) -> str:
+    """run-<scale> for make bench's default scenarios, else with the scenarios (and --only)."""
+    name = f"run-{scale}"
+    if scenarios != DEFAULT_SCENARIOS.split(","):
+        name += "-" + "-".join(scenarios)
+    return name + (f"-{only}" if only else "")
 
 
 def _git_state() -> dict[str, Any]:

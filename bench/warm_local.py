@@ -9,7 +9,8 @@ ansible-runner with the warm client, stops the pool, and prints the CPU seconds 
 it started (getrusage of the reaped children: the servers, their jobs, the clients), once with
 no run (start-up alone) and once with the runs, and the difference per run. Before stopping
 it, the servers' RSS and PSS (smaps_rollup). With several `--rounds` each figure is repeated
-(the machine is shared: compare rounds, not single figures).
+(the machine is shared: compare rounds, not single figures). The rounds are also written as
+the bench's record (bench/record.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pathlib import Path
 import ansible_runner
 
 from runner.ansible.warm.pool import WarmPool
+
+from . import record
 
 PLAYBOOK = """\
 - hosts: localhost
@@ -101,7 +104,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
-    for _ in range(args.rounds):
+    rows: list[list[record.Value]] = []
+    for round_ in range(args.rounds):
         idle, _ = session(0)
         busy, memory = session(args.runs)
         rss, pss = sum(m[0] for m in memory), sum(m[1] for m in memory)
@@ -111,6 +115,11 @@ def main() -> int:
             f"RSS {rss:.1f} MiB, PSS {pss:.1f} MiB",
             flush=True,
         )
+        per_run = round((busy - idle) / args.runs, 3)
+        rows.append([round_ + 1, round(idle, 2), per_run, round(rss, 1), round(pss, 1)])
+    columns = ["round", "start-up CPU s", "CPU s per run", "server RSS MiB", "server PSS MiB"]
+    title = f"{args.runs} runs per round"
+    record.write("warm_local", "warm_local", "", [record.Table(title, columns, rows)])
     return 0
 
 
