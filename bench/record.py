@@ -97,12 +97,19 @@ def machine() -> dict[str, Any]:
     }
 
 
-def command_line() -> str:
-    """How this bench was started: `python -m bench.<module> ARGS` (the interpreter left out)."""
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """How this bench was started: `python -m bench.<module> ARGS` (the interpreter left out,
+    a --kubeconfig's file as K: a throwaway cluster's path says nothing)."""
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
     program = f"python -m {spec.name}" if spec is not None else Path(sys.argv[0]).name
-    return " ".join([program, *(shlex.quote(arg) for arg in sys.argv[1:])])
+    args = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(args):
+        if arg.startswith("--kubeconfig="):
+            args[i] = "--kubeconfig=K"
+        elif arg == "--kubeconfig" and i + 1 < len(args):
+            args[i + 1] = "K"
+    return " ".join([program, *(shlex.quote(arg) for arg in args)])
 
 
 def write(

@@ -37,6 +37,11 @@ def test_a_record_has_the_date_the_machine_and_the_command(tmp_path: Path) -> No
     assert record.read(path) == data
 
 
+def test_the_command_names_no_kubeconfig_file() -> None:
+    line = record.command_line(["--kubeconfig", "/tmp/x/kc", "--runs", "3", "--kubeconfig=/y"])
+    assert line.endswith(" --kubeconfig K --runs 3 --kubeconfig=K")
+
+
 def test_no_record_with_bench_record_0(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BENCH_RECORD", "0")
     assert record.write("lines", "lines", "", [table()], results=tmp_path) is None
