@@ -25,7 +25,7 @@
 #   run/      containerd, kubelet, kube-proxy, CNI, registry, logs (removed by `down`)
 #   images/   the locally built images (cached by content hash; kept)
 #
-# The recipe (README.md, "A cluster where Pods really run: NODE=real") works on a machine like
+# The recipe (docs/local-cluster.md, "A cluster where Pods really run") works on a machine like
 # the project's (root in a VM, cgroup v1 hierarchies, no systemd, no Docker, no registry) with
 # seven fixes, each applied where its number is named:
 #   1. no CAP_SYS_RESOURCE, so nothing may lower oom_score_adj: containerd's CRI plugin gets
