@@ -59,7 +59,7 @@ lock: ## Re-resolve constraints/ansible-core-<line>.txt of ANSIBLE_CORE from pyp
 	@hack/lock.sh $(ANSIBLE_CORE)
 
 .PHONY: lint
-lint: venv ## ruff, mypy, the import contract (.importlinter: the packages' layers), module sizes (hack/module_sizes.py) and shellcheck on every shell script (hack/lint-shell.sh).
+lint: venv docs ## ruff, mypy, the import contract (.importlinter: the packages' layers), module sizes (hack/module_sizes.py), shellcheck on every shell script (hack/lint-shell.sh), and the docs (make docs).
 	$(BIN)/ruff check runner tests bench hack
 	$(BIN)/ruff format --check runner tests bench hack
 	$(BIN)/mypy
@@ -67,6 +67,22 @@ lint: venv ## ruff, mypy, the import contract (.importlinter: the packages' laye
 	$(BIN)/lint-imports
 	$(BIN)/python hack/module_sizes.py
 	hack/lint-shell.sh $(BIN)/shellcheck
+
+DOCS_VENV := .venv-docs
+
+.PHONY: docs-venv
+docs-venv: ## Create or update the docs site's virtualenv (.venv-docs: mkdocs and the material theme at the versions of docs/requirements.txt); quick when up to date.
+	@hack/docs-venv.sh "$(PYTHON)" $(DOCS_VENV)
+
+.PHONY: docs
+docs: venv docs-venv ## The docs as make lint checks them: the site (docs/ -> build/site) built with mkdocs --strict (a broken link or anchor, a page left out of mkdocs.yml's nav fail), the links of README.md, CONTRIBUTING.md and bench/README.md, docs/figures.md against bench/results/.
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict
+	$(BIN)/python hack/check_links.py README.md CONTRIBUTING.md bench/README.md
+	$(BIN)/python -m bench.figures --check
+
+.PHONY: docs-serve
+docs-serve: docs-venv ## Serve the docs site on http://127.0.0.1:8000, rebuilt as you edit (DOCS_ADDR=host:port picks another).
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs serve --dev-addr $(or $(DOCS_ADDR),127.0.0.1:8000)
 
 .PHONY: unit
 unit: venv ## Unit tests only (no cluster).
