@@ -5,7 +5,7 @@
 # virtualenv (.venv for the default line, .venv-ansible-<line> otherwise):
 #
 #   1. the line's virtualenv with $PYTHON (the newest Python the line runs on, or PYTHON=...)
-#   2. lint: ruff, mypy, the import contract, module sizes, shellcheck (make lint)
+#   2. lint: ruff, mypy, the import contract, module sizes, shellcheck, the docs (make lint)
 #   3. the line's other Pythons found (PATH, pyenv): their own virtualenv, unit tests and mypy,
 #      in the background beside steps 4 and 5 (their log is shown at the end)
 #   4. the local control plane's binaries (built once per machine, before any test starts); as
@@ -249,7 +249,7 @@ main() {
   OTHER_LINES=$(other_lines_of "${LINES:-}")
   export OTHER_LINES
   step "venv (ansible-core $LINE, Python ${main_version:-?}: $PYTHON)" hack/venv.sh "$PYTHON" "$VENV" "$LINE"
-  step "lint (ruff, mypy, the import contract, module sizes, shellcheck)" "$MAKE" --no-print-directory lint
+  step "lint (ruff, mypy, the import contract, module sizes, shellcheck, docs)" "$MAKE" --no-print-directory lint
   start_other_pythons
   step "the local control plane's binaries" hack/build-binaries.sh
   images
