@@ -41,6 +41,7 @@ import yaml
 from kubernetes import client, config
 
 from . import record
+from .cluster import established
 from .harness import REPO, wait_until
 from .reconcile_cost import start_operator
 
@@ -154,6 +155,8 @@ def main() -> int:
     except client.exceptions.ApiException as err:
         if err.status != 409:
             raise
+    name = f"{PLURAL}.{GROUP}"
+    wait_until(partial(established, ext, name), 60, f"the CRD {name} Established")
     ns = f"breakdown-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": ns}})
     work = Path(tempfile.mkdtemp(prefix="breakdown-"))
