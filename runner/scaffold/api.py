@@ -11,14 +11,11 @@ nothing.
 
 from __future__ import annotations
 
-import keyword
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from . import edits
+from .content import content_files
 from .crd import CrdSpec, render_crd
 from .names import (
     ScaffoldError,
@@ -32,7 +29,8 @@ from .names import (
     spec_var,
 )
 from .project import in_the_way, load_project
-from .render import Plan, dump_yaml, render, template
+from .render import Plan, render, template
+from .sample import read_sample, sample_file_text
 from .version import add_version, find_crd
 
 __all__ = ["ApiRequest", "create_api"]
@@ -57,116 +55,6 @@ class ApiRequest:
     require_sample_keys: bool = False
     storage: bool = False  # a kind that exists: the new version becomes the storage version
     new_kind_options: tuple[str, ...] = ()  # the options given that only a new kind takes
-
-
-def _read_sample(path: Path, api_version: str, kind: str) -> tuple[dict[str, Any], str]:
-    """The sample CR of ``--from-sample``, and its text."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except OSError as exc:
-        raise ScaffoldError(f"--from-sample {path}: cannot be read ({exc.strerror})") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ScaffoldError(f"--from-sample {path}: not valid YAML ({exc})") from None
-    if len(documents) != 1 or not isinstance(documents[0], dict):
-        raise ScaffoldError(
-            f"--from-sample {path}: must hold one custom resource (a mapping with a 'spec'), "
-            f"found {len(documents)} YAML documents"
-        )
-    sample = documents[0]
-    for key, want in (("apiVersion", api_version), ("kind", kind)):
-        if key in sample and sample[key] != want:
-            raise ScaffoldError(
-                f"--from-sample {path}: {key} is {sample[key]!r}, but create api makes "
-                f"{want!r}; fix the sample or the options"
-            )
-    if not isinstance(sample.get("spec"), dict):
-        raise ScaffoldError(
-            f"--from-sample {path}: has no 'spec' mapping; the CRD's schema is inferred from "
-            "the sample's spec, e.g. spec: {size: 3}"
-        )
-    metadata = sample.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise ScaffoldError(f"--from-sample {path}: 'metadata' must be a mapping")
-    return sample, text
-
-
-def _sample_text(
-    sample: dict[str, Any] | None, text: str | None, api_version: str, kind: str
-) -> str:
-    """The sample file to write: the given one verbatim when it is complete, else built."""
-    metadata = (sample or {}).get("metadata") or {}
-    complete = sample is not None and {"apiVersion", "kind"} <= set(sample)
-    if complete and text is not None and metadata.get("name"):
-        return text if text.endswith("\n") else text + "\n"
-    body = {
-        "apiVersion": api_version,
-        "kind": kind,
-        "metadata": {**metadata, "name": metadata.get("name") or f"{kind.lower()}-sample"},
-    }
-    head = dump_yaml(body)
-    if sample is None:
-        return head + "spec:\n  # Add fields here (the CRD's schema keeps any spec).\n  {}\n"
-    return head + dump_yaml({"spec": sample["spec"]})
-
-
-def _indent(text: str, spaces: int) -> str:
-    pad = " " * spaces
-    return "".join(pad + line if line.strip() else line for line in text.splitlines(True))
-
-
-def _defaults(spec: dict[str, Any] | None, request: ApiRequest, snake: str) -> dict[str, Any]:
-    """The role's defaults: the sample's spec keys as the runner passes them (snake_case)."""
-    from runner.reconcile.snakecase import snake_keys
-
-    values: dict[str, Any] = {}
-    if spec:
-        converted = snake_keys(spec)
-        assert isinstance(converted, dict)
-        # Keys that are no Ansible variable name ("my.key") reach the role only inside
-        # _<group>_<kind>_spec; they cannot be defaults.
-        values.update(
-            (key, value)
-            for key, value in converted.items()
-            if isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key)
-        )
-    if not request.namespaced:
-        values[f"{snake}_namespace"] = "default"
-    return values
-
-
-def _content_files(plan: Plan, request: ApiRequest, values: dict[str, str], spec: Any) -> str:
-    """The role or playbook; returns what watches.yaml names (``role: x``/``playbook: x``)."""
-    snake = values["snake_kind"]
-    tasks = render(template("api/tasks.yml"), values)
-    defaults = _defaults(spec, request, snake)
-    header = (
-        f"# The {request.kind}'s spec keys, as operator-runner passes them to Ansible (camelCase\n"
-        "# keys in snake_case, recursively), with the sample's values as defaults.\n"
-    )
-    if request.generate_playbook:
-        play_vars = ""
-        if defaults:
-            play_vars = "  vars:\n" + _indent(header + dump_yaml(defaults), 4)
-        plan.add(
-            f"playbooks/{snake}.yml",
-            f"---\n# {request.kind} ({values['api_version']}): what operator-runner runs for "
-            f"every {request.kind}\n# (watches.yaml: playbook). Extra vars (the spec) win over "
-            "the play's vars.\n"
-            f"- name: Reconcile {values['a_kind']}\n  hosts: localhost\n  gather_facts: false\n"
-            f"{play_vars}  tasks:\n{_indent(tasks, 4)}",
-        )
-        return f"playbook: playbooks/{snake}.yml"
-    dumped = dump_yaml(defaults) if defaults else "{}\n"
-    plan.add(f"roles/{snake}/defaults/main.yml", "---\n" + header + dumped)
-    plan.add(
-        f"roles/{snake}/tasks/main.yml",
-        f"---\n# {request.kind} ({values['api_version']}): what operator-runner runs for every "
-        f"{request.kind}.\n# Variables: the spec's keys (defaults/main.yml), "
-        "ansible_operator_meta.name and .namespace.\n\n" + tasks,
-    )
-    plan.add(f"roles/{snake}/meta/main.yml", render(template("api/meta.yml"), values))
-    return f"role: {snake}"
 
 
 def _check(request: ApiRequest) -> None:
@@ -210,7 +98,7 @@ def _add_version(root: Path, request: ApiRequest, group: str, watched: str) -> P
     sample, sample_source = None, None
     api_version = f"{group}/{request.version}"
     if request.sample is not None:
-        sample, sample_source = _read_sample(request.sample, api_version, request.kind)
+        sample, sample_source = read_sample(request.sample, api_version, request.kind)
     plan = Plan(root)
     add_version(
         plan,
@@ -226,7 +114,7 @@ def _add_version(root: Path, request: ApiRequest, group: str, watched: str) -> P
         path = f"config/samples/{name}"
         if (root / path).exists():
             raise ScaffoldError(f"{path} exists already; create api does not overwrite files")
-        plan.add(path, _sample_text(sample, sample_source, api_version, request.kind))
+        plan.add(path, sample_file_text(sample, sample_source, api_version, request.kind))
     plan.write()
     stored = request.version if request.storage else "as before"
     plan.added_version = (
@@ -264,7 +152,7 @@ def create_api(root: Path, request: ApiRequest) -> Plan:
         )
     sample, sample_source = None, None
     if request.sample is not None:
-        sample, sample_source = _read_sample(request.sample, api_version, kind)
+        sample, sample_source = read_sample(request.sample, api_version, kind)
     spec = sample["spec"] if sample is not None else None
     source = f"playbooks/{snake}.yml" if request.generate_playbook else f"roles/{snake}"
     values = {
@@ -297,9 +185,9 @@ def create_api(root: Path, request: ApiRequest) -> Plan:
         sample_file=f"config/samples/{sample_name}" if request.sample else None,
     )
     plan.add(f"crds/{group}_{values['plural']}.yaml", render_crd(crd))
-    sample_text = _sample_text(sample, sample_source, api_version, kind)
+    sample_text = sample_file_text(sample, sample_source, api_version, kind)
     plan.add(f"config/samples/{sample_name}", sample_text)
-    content = _content_files(plan, request, values, spec)
+    content = content_files(plan, request, values, spec)
     for path in plan.files:
         if (root / path).exists() or in_the_way(root, path) is not None:
             raise ScaffoldError(f"{path} exists already; create api does not overwrite files")
