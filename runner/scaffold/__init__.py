@@ -1,7 +1,7 @@
 """Scaffolding for role authors: ``operator-runner init`` and ``operator-runner create api``.
 
-``init`` writes a project in this repository's layout (watches.yaml, roles/, playbooks/, crds/,
-config/samples/, molecule/default, deploy/, Dockerfile, Makefile); ``create api`` adds a kind to
+``init`` writes a project in operator-sdk's Ansible layout (PROJECT, watches.yaml, roles/,
+playbooks/, config/, molecule/, Dockerfile, Makefile: layout.py); ``create api`` adds a kind to
 it: a CRD whose schema is inferred from a sample CR, the watches.yaml entry, a role or playbook,
 the sample, and the kind's RBAC rules.
 

@@ -1,12 +1,17 @@
-"""``operator-runner create api``: add a kind to a project made by ``init``.
+"""``operator-runner create api``: add a kind to a project in operator-sdk's Ansible layout,
+made by ``init`` or by operator-sdk's ``init --plugins=ansible``.
 
 For a kind that watches.yaml has already, it adds the new version to the kind's CRD instead
-(version.py). For a new kind it writes the CRD (``crds/<group>_<plural>.yaml``), the sample CR
-(``config/samples/<group>_<version>_<kind>.yaml``, listed in ``config/samples/Kustomization``),
-a role (``roles/<snake_kind>/``) or a playbook (``playbooks/<snake_kind>.yml``), and appends the
-``watches.yaml`` entry and the kind's RBAC rules (``deploy/rbac/role.yaml``) as text. Every
-check runs first: a bad name, an existing kind or file, or a sample that does not fit writes
-nothing.
+(version.py). For a new kind it writes what operator-sdk's ``create api`` writes, in
+operator-runner's way: the CRD (``config/crd/bases/<group>_<plural>.yaml``, its schema inferred
+from a sample, listed in ``config/crd/kustomization.yaml``), the sample CR
+(``config/samples/<group>_<version>_<kind>.yaml``, listed in its kustomization.yaml), a role
+(``roles/<snake_kind>/``) or a playbook (``playbooks/<snake_kind>.yml``), the kind's admin,
+editor and viewer ClusterRoles (``config/rbac``, listed in its kustomization.yaml), its molecule
+test (``molecule/default/tasks/<kind>_test.yml``), and adds the ``watches.yaml`` entry and the
+kind's least-privilege rules (``config/rbac/role.yaml``) as text, above kubebuilder's scaffold
+markers, and the resource to PROJECT. Every check runs first: a bad name, an existing kind or
+file, or a sample that does not fit writes nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import edits
+import yaml
+
+from . import edits, layout
 from .content import content_files
 from .crd import CrdSpec, render_crd
 from .names import (
@@ -28,17 +35,35 @@ from .names import (
     snake_kind,
     spec_var,
 )
-from .project import in_the_way, load_project
+from .project import in_the_way
+from .projectfile import load_project, with_resource
 from .render import Plan, render, template
 from .sample import read_sample, sample_file_text
 from .version import add_version, find_crd
 
 __all__ = ["ApiRequest", "create_api"]
 
-WATCHES = "watches.yaml"
-SAMPLES_KUSTOMIZATION = "config/samples/Kustomization"
-RBAC_ROLE = "deploy/rbac/role.yaml"
+WATCHES = layout.WATCHES
 CONFIGMAP_VERBS = ["get", "list", "watch", "create", "patch"]
+# The files create api adds to, and the template of those it makes when a project has none yet
+# (operator-sdk's init writes no config/crd nor config/samples: its first create api does).
+_EDITED = {
+    layout.PROJECT_FILE: None,
+    WATCHES: None,
+    layout.RBAC_ROLE: None,
+    layout.RBAC_KUSTOMIZATION: None,
+    layout.CRD_KUSTOMIZATION: "project/config/crd/kustomization.yaml",
+    layout.SAMPLES_KUSTOMIZATION: "project/config/samples/kustomization.yaml",
+}
+_CRD_KUSTOMIZECONFIG = "config/crd/kustomizeconfig.yaml"
+_DEFAULT_KUSTOMIZATION = "config/default/kustomization.yaml"
+_HELPER_ROLES = ("admin", "editor", "viewer")
+_HELPER_ROLES_COMMENT = """\
+# For each CRD, "Admin", "Editor" and "Viewer" roles are scaffolded by
+# default, aiding admins in cluster management. Those roles are
+# not used by the {project} itself. You can comment the following lines
+# if you do not want those helpers be installed with your Project.
+"""
 
 
 @dataclass(frozen=True)
@@ -65,17 +90,37 @@ def _check(request: ApiRequest) -> None:
         check_short_name(request.short_name)
 
 
-def _read_texts(root: Path) -> dict[str, str]:
-    """The files create api appends to."""
-    texts = {}
-    for name in (WATCHES, SAMPLES_KUSTOMIZATION, RBAC_ROLE):
+def _read_texts(root: Path) -> tuple[dict[str, str], set[str]]:
+    """The files create api adds to, and those of them it makes (from their template)."""
+    texts: dict[str, str] = {}
+    made: set[str] = set()
+    for name, made_from in _EDITED.items():
+        path = root / name
+        if made_from is not None and not path.exists():
+            texts[name], made = template(made_from), made | {name}
+            continue
         try:
-            texts[name] = (root / name).read_text(encoding="utf-8")
+            texts[name] = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise ScaffoldError(
-                f"{name} cannot be read ({exc}); create api appends to it"
-            ) from None
-    return texts
+            raise ScaffoldError(f"{name} cannot be read ({exc}); create api adds to it") from None
+    return texts, made
+
+
+def _uncomment_crd(root: Path) -> str | None:
+    """config/default/kustomization.yaml with ``- ../crd`` uncommented (kubebuilder's create
+    api does it), or None when there is nothing to do."""
+    path = root / _DEFAULT_KUSTOMIZATION
+    if not path.exists():
+        return None
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    if any(line.strip() == "- ../crd" for line in lines):
+        return None
+    for number, line in enumerate(lines):
+        if line.strip() == "#- ../crd":
+            lines[number] = line.replace("#- ../crd", "- ../crd", 1)
+            return "".join(lines)
+    return None
 
 
 def _watched_version(text: str, group: str, kind: str) -> str | None:
@@ -111,10 +156,20 @@ def _add_version(root: Path, request: ApiRequest, group: str, watched: str) -> P
     )
     if sample is not None:
         name = f"{request.group.split('.')[0]}_{request.version}_{request.kind.lower()}.yaml"
-        path = f"config/samples/{name}"
+        path = f"{layout.SAMPLES}/{name}"
         if (root / path).exists():
             raise ScaffoldError(f"{path} exists already; create api does not overwrite files")
         plan.add(path, sample_file_text(sample, sample_source, api_version, request.kind))
+    plan.add(
+        layout.PROJECT_FILE,
+        with_resource(
+            (root / layout.PROJECT_FILE).read_text(encoding="utf-8"),
+            group,
+            request.version,
+            request.kind,
+            crd.document["spec"].get("scope") != "Cluster",
+        ),
+    )
     plan.write()
     stored = request.version if request.storage else "as before"
     plan.added_version = (
@@ -136,7 +191,7 @@ def create_api(root: Path, request: ApiRequest) -> Plan:
     check_group(group)
     api_version = f"{group}/{request.version}"
     kind, lower, snake = request.kind, request.kind.lower(), snake_kind(request.kind)
-    texts = _read_texts(root)
+    texts, made = _read_texts(root)
     watched = _watched_version(texts[WATCHES], group, kind)
     if watched is not None:
         if watched == request.version:
@@ -182,26 +237,79 @@ def create_api(root: Path, request: ApiRequest) -> Plan:
         spec=spec,
         require=request.require_sample_keys,
         source=source,
-        sample_file=f"config/samples/{sample_name}" if request.sample else None,
+        sample_file=f"{layout.SAMPLES}/{sample_name}" if request.sample else None,
     )
-    plan.add(f"crds/{group}_{values['plural']}.yaml", render_crd(crd))
+    crd_file = f"{group}_{values['plural']}.yaml"
+    plan.add(f"{layout.CRD_BASES}/{crd_file}", render_crd(crd))
     sample_text = sample_file_text(sample, sample_source, api_version, kind)
-    plan.add(f"config/samples/{sample_name}", sample_text)
+    plan.add(f"{layout.SAMPLES}/{sample_name}", sample_text)
     content = content_files(plan, request, values, spec)
+    for role in _HELPER_ROLES:
+        plan.add(
+            f"config/rbac/{lower}_{role}_role.yaml",
+            render(template(f"api/{role}_role.yaml"), values),
+        )
+    sample_name_in_cluster = str((yaml.safe_load(sample_text).get("metadata") or {})["name"])
+    plan.add(
+        f"{layout.MOLECULE_TASKS}/{lower}_test.yml",
+        render(
+            template("api/molecule_test.yml"), {**values, "sample_name": sample_name_in_cluster}
+        ),
+    )
     for path in plan.files:
         if (root / path).exists() or in_the_way(root, path) is not None:
             raise ScaffoldError(f"{path} exists already; create api does not overwrite files")
     if (root / source).exists():
         raise ScaffoldError(f"{source} exists already; create api does not overwrite it")
     entry = f"- version: {request.version}\n  group: {group}\n  kind: {kind}\n  {content}\n"
-    plan.add(WATCHES, edits.append_watch(texts[WATCHES], WATCHES, entry))
-    plan.add(
-        SAMPLES_KUSTOMIZATION,
-        edits.append_sample(texts[SAMPLES_KUSTOMIZATION], SAMPLES_KUSTOMIZATION, sample_name),
-    )
+    plan.add(WATCHES, edits.append_watch(texts[WATCHES], WATCHES, entry, layout.WATCH_MARKER))
+    _add_listings(plan, texts, made, crd_file, sample_name, lower, project.name)
     rules = render(template("api/rbac.yaml"), values)
-    if not edits.has_rule(texts[RBAC_ROLE], RBAC_ROLE, "", "configmaps", CONFIGMAP_VERBS):
+    if not edits.has_rule(
+        texts[layout.RBAC_ROLE], layout.RBAC_ROLE, "", "configmaps", CONFIGMAP_VERBS
+    ):
         rules += render(template("api/rbac_configmaps.yaml"), values)
-    plan.add(RBAC_ROLE, edits.append_rbac_rules(texts[RBAC_ROLE], RBAC_ROLE, rules))
+    plan.add(
+        layout.RBAC_ROLE,
+        edits.append_rbac_rules(
+            texts[layout.RBAC_ROLE], layout.RBAC_ROLE, rules, layout.RULES_MARKER
+        ),
+    )
+    plan.add(
+        layout.PROJECT_FILE,
+        with_resource(texts[layout.PROJECT_FILE], group, request.version, kind, request.namespaced),
+    )
     plan.write()
     return plan
+
+
+def _add_listings(
+    plan: Plan,
+    texts: dict[str, str],
+    made: set[str],
+    crd_file: str,
+    sample_name: str,
+    lower: str,
+    project_name: str,
+) -> None:
+    """The kind's CRD, sample and helper roles listed in their kustomization.yaml files (made
+    when the project has none yet), and config/default deploying the CRDs."""
+    crds = layout.CRD_KUSTOMIZATION
+    plan.add(crds, edits.append_resource(texts[crds], crds, f"bases/{crd_file}", layout.CRD_MARKER))
+    if crds in made and not (plan.root / _CRD_KUSTOMIZECONFIG).exists():
+        plan.add(_CRD_KUSTOMIZECONFIG, template("project/config/crd/kustomizeconfig.yaml"))
+    samples = layout.SAMPLES_KUSTOMIZATION
+    plan.add(
+        samples, edits.append_resource(texts[samples], samples, sample_name, layout.SAMPLES_MARKER)
+    )
+    rbac = layout.RBAC_KUSTOMIZATION
+    text = texts[rbac]
+    comment = _HELPER_ROLES_COMMENT.format(project=project_name)
+    if comment not in text:
+        text = (text if text.endswith("\n") else text + "\n") + comment
+    for role in _HELPER_ROLES:
+        text = edits.append_resource(text, rbac, f"{lower}_{role}_role.yaml")
+    plan.add(rbac, text)
+    default = _uncomment_crd(plan.root)
+    if default is not None:
+        plan.add(_DEFAULT_KUSTOMIZATION, default)

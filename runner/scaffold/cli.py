@@ -9,10 +9,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .layout import ANSIBLE_LAYOUT
 from .lines import LINES, installed_line
 from .names import ScaffoldError
+
+if TYPE_CHECKING:
+    from .api import ApiRequest
+    from .render import Plan
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
@@ -24,12 +29,23 @@ def add_commands(sub: Any) -> None:
     init = sub.add_parser(
         "init",
         help="write a new operator project into the current (empty) folder",
-        description="Write a new operator project into the current folder: watches.yaml, "
-        "roles/, playbooks/, crds/, config/samples/, molecule/default, deploy/ (kustomize, "
-        "least-privilege RBAC), Dockerfile, requirements.yml, requirements.txt, Makefile, "
-        "README.md.",
+        description="Write a new operator project into the current folder in operator-sdk's "
+        "Ansible layout (what `operator-sdk init --plugins=ansible` writes, so that "
+        "operator-sdk's CLI works on it too): PROJECT, watches.yaml, roles/, playbooks/, "
+        "config/ (crd, default, manager, manifests, network-policy, prometheus, rbac, samples, "
+        "scorecard, testing, webhook), molecule/default and molecule/kind, Dockerfile, "
+        "Makefile, requirements.yml, requirements.txt, README.md. With --group, --version and "
+        "--kind it creates the first API at once, as create api does.",
     )
-    init.add_argument("--domain", required=True, help="domain of the API groups, e.g. example.com")
+    init.add_argument(
+        "--plugins",
+        default=None,
+        help="operator-sdk's option, for its command lines: ansible (or "
+        f"{ANSIBLE_LAYOUT}), the only layout operator-runner writes",
+    )
+    init.add_argument(
+        "--domain", default="my.domain", help="domain of the API groups (default my.domain)"
+    )
     init.add_argument(
         "--project-name",
         default=None,
@@ -49,15 +65,26 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="write into a folder that is not empty, overwriting the files init writes",
     )
+    first = init.add_argument_group(
+        "the first API", "as operator-sdk's init: give all three to run create api at once"
+    )
+    first.add_argument("--group", default=None, help="API group of the first kind")
+    first.add_argument("--version", default=None, help="its API version, e.g. v1alpha1")
+    first.add_argument("--kind", default=None, help="its kind, in PascalCase")
+    content = first.add_mutually_exclusive_group()
+    content.add_argument("--generate-role", action="store_true", help="a role for it (the default)")
+    content.add_argument("--generate-playbook", action="store_true", help="a playbook for it")
     create = sub.add_parser("create", help="add something to a project made by init")
     what = create.add_subparsers(dest="create_command", metavar="WHAT", required=True)
     api = what.add_parser(
         "api",
         help="add a kind (CRD, watches.yaml entry, role or playbook, sample, RBAC), or a "
         "version of a kind that exists",
-        description="Add a kind to the project in the current folder: its CRD in crds/ (the "
+        description="Add a kind to the project in the current folder (operator-runner's init "
+        "or operator-sdk's init --plugins=ansible): its CRD in config/crd/bases/ (the "
         "spec's schema inferred from --from-sample), its watches.yaml entry, a role (default) "
-        "or a playbook, a sample CR in config/samples/, and its rules in deploy/rbac/role.yaml. "
+        "or a playbook, a sample CR in config/samples/, its rules in config/rbac/role.yaml, its "
+        "admin, editor and viewer roles, its molecule test and the resource in PROJECT. "
         "For a kind that exists (another --version), the version is added to its CRD, served, "
         "with the schema of the stored version or the one inferred from --from-sample; the "
         "storage version stays unless --storage, and the watch keeps its version (its role sees "
@@ -115,7 +142,8 @@ def add_commands(sub: Any) -> None:
         description="Add webhooks to a kind of the project in the current folder: "
         "roles/<kind>_validate/ (--validate: refuse at kubectl apply) and roles/<kind>_mutate/ "
         "(--mutate: change the object before it is stored), the kind's validate:/mutate: keys "
-        "in watches.yaml and the webhooks in deploy/webhook/manifests.yaml; --convert: "
+        "in watches.yaml and the webhooks in config/webhook/manifests.yaml (config/webhook made "
+        "first on a project operator-sdk made); --convert: "
         "roles/<kind>_convert/ (convert between the versions of the kind's CRD), its convert: "
         "key, the CRD's spec.conversion and the RBAC that keeps it written.",
     )
@@ -133,19 +161,66 @@ def add_commands(sub: Any) -> None:
     )
 
 
+def _first_api(args: argparse.Namespace) -> ApiRequest | None:
+    """init's --group/--version/--kind as the create api it runs; None without them."""
+    from .api import ApiRequest
+    from .names import check_group, check_kind, check_version
+
+    given = {"--group": args.group, "--version": args.version, "--kind": args.kind}
+    if not any(given.values()):
+        if args.generate_role or args.generate_playbook:
+            raise ScaffoldError(
+                "--generate-role and --generate-playbook go with --group, --version and --kind"
+            )
+        return None
+    missing = [flag for flag, value in given.items() if not value]
+    if missing:
+        raise ScaffoldError(
+            f"the first API needs {', '.join(missing)} too (--group, --version and --kind "
+            "together, as create api)"
+        )
+    check_group(args.group)
+    check_version(args.version)
+    check_kind(args.kind)
+    return ApiRequest(
+        group=args.group,
+        version=args.version,
+        kind=args.kind,
+        generate_playbook=args.generate_playbook,
+    )
+
+
+def _init(args: argparse.Namespace, folder: Path) -> tuple[Plan, str, str]:
+    from .api import create_api
+    from .project import init
+
+    if args.plugins is not None and args.plugins not in ("ansible", ANSIBLE_LAYOUT):
+        raise ScaffoldError(
+            f"--plugins {args.plugins!r}: operator-runner writes operator-sdk's Ansible layout "
+            f"only (--plugins=ansible, {ANSIBLE_LAYOUT})"
+        )
+    first = _first_api(args)
+    line = args.ansible_core or installed_line()
+    plan = init(folder, args.domain, args.project_name, args.force, ansible_core=line)
+    done = f"wrote a new project for ansible-core {line} into {folder}"
+    after = "next: operator-runner create api --group G --version v1alpha1 --kind K"
+    if first is not None:
+        api = create_api(folder, first)
+        plan.files.update(api.files)
+        done += f", with {first.kind}"
+        after = "next: write the role, then make install run (or make molecule)"
+    return plan, done, after
+
+
 def run(args: argparse.Namespace, root: Path | None = None) -> int:
     """Carry out ``init`` or ``create api``; errors are one line on stderr and exit code 1."""
     from .api import ApiRequest, create_api
-    from .project import init
     from .webhook import WebhookRequest, create_webhook
 
     folder = root if root is not None else Path.cwd()
     try:
         if args.command == "init":
-            line = args.ansible_core or installed_line()
-            plan = init(folder, args.domain, args.project_name, args.force, ansible_core=line)
-            done = f"wrote a new project for ansible-core {line} into {folder}"
-            after = "next: operator-runner create api --group G --version v1alpha1 --kind K"
+            plan, done, after = _init(args, folder)
         elif args.create_command == "webhook":
             plan = create_webhook(
                 folder,

@@ -13,7 +13,7 @@ the plan:
   (``service``, deployed), which the API server refuses (one of another strategy is left to
   the author);
 - the rule that lets the deployed operator keep it written: get and patch of that one CRD by
-  name, in deploy/rbac/role.yaml.
+  name, in config/rbac/role.yaml.
 
 A kind that has ``convert:`` already, or a role folder that exists, writes nothing.
 """
@@ -24,15 +24,15 @@ from typing import Any
 
 import yaml
 
-from . import edits
+from . import edits, layout
 from .names import ScaffoldError, snake_kind
 from .render import Plan, render, template
 from .version import find_crd
 
 __all__ = ["plan_conversion"]
 
-WATCHES = "watches.yaml"
-RBAC_ROLE = "deploy/rbac/role.yaml"
+WATCHES = layout.WATCHES
+RBAC_ROLE = layout.RBAC_ROLE
 CONVERSION = {
     "strategy": "Webhook",
     "webhook": {
@@ -144,4 +144,4 @@ def plan_conversion(plan: Plan, group: str, version: str, kind: str) -> None:
     rbac = _text(plan, RBAC_ROLE)
     if not _has_crd_rule(rbac, crd_name):
         rule = render(RULE, {**values, "crd": crd_name})
-        plan.add(RBAC_ROLE, edits.append_rbac_rules(rbac, RBAC_ROLE, rule))
+        plan.add(RBAC_ROLE, edits.append_rbac_rules(rbac, RBAC_ROLE, rule, layout.RULES_MARKER))

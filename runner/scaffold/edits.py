@@ -2,7 +2,9 @@
 
 Each function returns the file's new text after checking that it still parses and that the
 addition landed where it belongs; a file edited into a shape where appending does not work
-gives a clear error instead (and nothing is written).
+gives a clear error instead (and nothing is written). Where the file has kubebuilder's scaffold
+marker (``# +kubebuilder:scaffold:<name>``), the addition goes right above it, as operator-sdk's
+``create api`` puts its own; without one, at the end of the file.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from .layout import marker
 from .names import ScaffoldError
 
 _EMPTY_LIST = re.compile(r"^\[\]\s*(?:#.*)?$")
@@ -19,7 +22,7 @@ _EMPTY_LIST = re.compile(r"^\[\]\s*(?:#.*)?$")
 __all__ = [
     "add_to_watch",
     "append_rbac_rules",
-    "append_sample",
+    "append_resource",
     "append_watch",
     "has_rule",
     "parse",
@@ -48,6 +51,21 @@ def _joined(text: str, addition: str) -> str:
     return text + addition
 
 
+def _is_marker(line: str, marker_name: str) -> bool:
+    """The line is the marker, as kubebuilder compares them (``#`` and spaces around aside)."""
+    return line.strip().removeprefix("#").strip() == marker(marker_name).removeprefix("# ")
+
+
+def _added(text: str, addition: str, marker_name: str | None) -> str:
+    """``text`` with ``addition`` above the marker's line, or at the end without one."""
+    if marker_name is not None:
+        lines = text.splitlines(keepends=True)
+        for number, line in enumerate(lines):
+            if _is_marker(line, marker_name):
+                return "".join([*lines[:number], addition, *lines[number:]])
+    return _joined(text, addition)
+
+
 def _folded(entry: dict[Any, Any]) -> dict[str, Any]:
     """Keys matched case-insensitively, as operator-sdk and operator-runner read watches.yaml."""
     return {str(key).casefold(): value for key, value in entry.items()}
@@ -70,12 +88,11 @@ def watched_kinds(text: str, name: str) -> list[tuple[str, str, str]]:
     return result
 
 
-def append_watch(text: str, name: str, entry: str) -> str:
-    """watches.yaml with ``entry`` (text of one list item) at the end.
-
-    The empty list ``[]`` that ``init`` writes is replaced by the first entry.
-    """
+def append_watch(text: str, name: str, entry: str, marker_name: str | None = None) -> str:
+    """watches.yaml with ``entry`` (text of one list item) above its scaffold marker, or at
+    the end. An empty list ``[]`` (of an earlier ``init``) is replaced by the first entry."""
     document = parse(text, name)
+    before = len(document) if isinstance(document, list) else 0
     if document == []:
         lines = text.splitlines(keepends=True)
         kept = [line for line in lines if not _EMPTY_LIST.match(line)]
@@ -85,40 +102,46 @@ def append_watch(text: str, name: str, entry: str) -> str:
                 "remove it, then run create api again"
             )
         text = "".join(kept)
-    new = _joined(text, entry)
+    new = _added(text, entry, marker_name)
     problem = (
-        f"{name}: cannot append the new entry as text (the file does not end with its list "
-        f"of entries); add it by hand:\n{entry}"
+        f"{name}: cannot add the new entry as text (the file must be a list of entries, "
+        f"ending with them or with its scaffold marker); add it by hand:\n{entry}"
     )
     entries = _parse_appended(new, problem)
-    if not isinstance(entries, list) or entries[-1] != yaml.safe_load(entry)[0]:
+    if (
+        not isinstance(entries, list)
+        or len(entries) != before + 1
+        or yaml.safe_load(entry)[0] not in entries
+    ):
         raise ScaffoldError(problem)
     return new
 
 
-def append_sample(text: str, name: str, sample: str) -> str:
-    """config/samples/Kustomization with ``sample`` added to ``resources``."""
+def append_resource(text: str, name: str, item: str, marker_name: str | None = None) -> str:
+    """A kustomization.yaml with ``item`` added to ``resources`` (above the marker, or at the
+    end of a file that ends with that list)."""
     parse(text, name)
-    new = _joined(text, f"  - {sample}\n")
+    new = _added(text, f"- {item}\n", marker_name)
     problem = (
-        f"{name}: cannot append {sample} to its resources as text (the file must end with "
-        "its 'resources:' list); add it by hand"
+        f"{name}: cannot add {item} to its resources as text (the file must end with its "
+        "'resources:' list or hold its scaffold marker there); add it by hand"
     )
     document = _parse_appended(new, problem)
     resources = document.get("resources") if isinstance(document, dict) else None
-    if not isinstance(resources, list) or resources[-1] != sample:
+    if not isinstance(resources, list) or item not in resources:
         raise ScaffoldError(problem)
     return new
 
 
-def append_rbac_rules(text: str, name: str, rules: str) -> str:
-    """deploy/rbac/role.yaml with ``rules`` (text of list items) at the end of ``rules``."""
+def append_rbac_rules(text: str, name: str, rules: str, marker_name: str | None = None) -> str:
+    """config/rbac/role.yaml with ``rules`` (text of list items) at the end of ``rules``: above
+    its scaffold marker, or at the end of the file."""
     before = parse(text, name)
-    old_rules = before.get("rules") if isinstance(before, dict) else None
-    new = _joined(text, rules)
+    old_rules = (before.get("rules") if isinstance(before, dict) else None) or []
+    new = _added(text, rules, marker_name)
     problem = (
-        f"{name}: cannot append the new rules as text (the file must end with its 'rules:' "
-        f"list); add them by hand:\n{rules}"
+        f"{name}: cannot add the new rules as text (the file must end with its 'rules:' "
+        f"list, or hold its scaffold marker there); add them by hand:\n{rules}"
     )
     after = _parse_appended(new, problem)
     new_rules = after.get("rules") if isinstance(after, dict) else None
@@ -126,7 +149,8 @@ def append_rbac_rules(text: str, name: str, rules: str) -> str:
     if (
         not isinstance(new_rules, list)
         or not isinstance(added, list)
-        or new_rules != (old_rules or []) + added
+        or len(new_rules) != len(old_rules) + len(added)
+        or any(rule not in new_rules for rule in added)
     ):
         raise ScaffoldError(problem)
     return new

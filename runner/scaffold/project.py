@@ -1,4 +1,11 @@
-"""``operator-runner init``: a new project in this repository's layout, in the current folder.
+"""``operator-runner init``: a new project in operator-sdk's Ansible layout, in the current folder.
+
+What ``operator-sdk init --plugins=ansible`` writes (PROJECT, watches.yaml, roles/, playbooks/,
+requirements.yml, config/{crd,default,manager,manifests,network-policy,prometheus,rbac,samples,
+scorecard,testing}, molecule/default and molecule/kind, Dockerfile, Makefile), with
+operator-runner's additions: the webhooks (config/webhook), least-privilege RBAC, the
+ansible-core line (PROJECT's plugin entry, Makefile, Dockerfile, requirements.txt), a README
+and a molecule scenario default in which the operator runs on this machine.
 
 The project name defaults to the folder's name. A folder that holds anything but ``.git`` is
 refused unless ``--force``; the message names every file ``init`` would overwrite (other files
@@ -7,33 +14,21 @@ are left as they are, with or without ``--force``). A bad domain or name writes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
-import yaml
-
+from . import layout
 from .lines import ANSIBLE_PACKAGE, DEFAULT_LINE, check_line
 from .names import ScaffoldError, check_domain, check_project_name
+from .projectfile import Project, load_project
 from .render import Plan, project_templates, render, template
 
-__all__ = ["LAYOUT", "PROJECT_FILE", "Project", "in_the_way", "init", "load_project"]
+__all__ = ["Project", "in_the_way", "init", "load_project"]
 
-PROJECT_FILE: Final = "PROJECT"
-LAYOUT: Final = "operator-runner/v1"
-# Folders a role author fills, kept in version control (and in the image's COPY) while empty.
-_EMPTY_FOLDERS: Final = ("roles", "playbooks", "crds")
 # What may be in the folder without --force.
 _IGNORED: Final = frozenset({".git"})
-
-
-@dataclass(frozen=True)
-class Project:
-    """An ``init`` project: its root folder, domain and name (from its PROJECT file)."""
-
-    root: Path
-    domain: str
-    name: str
+# Templates whose file name differs in the project (package data keeps no dot files).
+_RENAMED: Final = {"gitignore": ".gitignore"}
 
 
 def in_the_way(root: Path, path: str) -> Path | None:
@@ -53,12 +48,17 @@ def _plan(root: Path, domain: str, name: str, line: str) -> Plan:
         "namespace": f"{name}-system",
         "ansible_core": line,
         "ansible_package": str(ANSIBLE_PACKAGE[line]),
+        "sdk_version": layout.SDK_VERSION,
+        "scorecard_version": layout.SDK_VERSION,
+        "kustomize_version": layout.KUSTOMIZE_VERSION,
+        "opm_version": layout.OPM_VERSION,
     }
     plan = Plan(root)
     for path in project_templates():
-        plan.add(path, render(template(f"project/{path}"), values))
-    for folder in _EMPTY_FOLDERS:
-        plan.add(f"{folder}/.gitkeep", "")
+        target = "/".join(_RENAMED.get(part, part) for part in path.split("/"))
+        plan.add(target, render(template(f"project/{path}"), values))
+    for placeholder in layout.PLACEHOLDERS:
+        plan.add(placeholder, "")
     return plan
 
 
@@ -99,25 +99,3 @@ def init(
         )
     plan.write()
     return plan
-
-
-def load_project(root: Path) -> Project:
-    """The project ``root`` is the root of, or a clear error when it is not one."""
-    path = root / PROJECT_FILE
-    hint = (
-        "run operator-runner create api in the root folder of a project made with "
-        "`operator-runner init --domain <domain>`"
-    )
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScaffoldError(f"{root.resolve()} has no {PROJECT_FILE} file; {hint}") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ScaffoldError(f"{path} cannot be read ({exc}); {hint}") from None
-    if not isinstance(data, dict) or data.get("layout") != LAYOUT:
-        raise ScaffoldError(f"{path} is not the PROJECT file of an operator-runner project; {hint}")
-    domain, name = data.get("domain"), data.get("projectName")
-    if not isinstance(domain, str) or not isinstance(name, str):
-        raise ScaffoldError(f"{path}: 'domain' and 'projectName' must be set; {hint}")
-    check_domain(domain)
-    return Project(root=root, domain=domain, name=name)

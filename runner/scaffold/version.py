@@ -6,7 +6,7 @@ inferred from ``--from-sample``. The storage version stays where it was unless `
 watches.yaml is left as it is: the watch keeps reconciling the version it names (its roles see
 objects in that version) and the operator converts (``create webhook --convert`` scaffolds the
 conversion; a CRD whose versions differ needs one). A sample in the new version is written when
-one is given, but not listed in the samples' Kustomization: it would be the same object as the
+one is given, but not listed in the samples' kustomization.yaml: it would be the same object as the
 other version's sample.
 """
 
@@ -20,13 +20,14 @@ from typing import Any
 import yaml
 
 from .crd import CrdSpec, crd_document
+from .layout import CRD_BASES
 from .names import ScaffoldError
 from .render import Plan, dump_yaml
 
 
 @dataclass(frozen=True)
 class KindCrd:
-    """A kind's CRD file in crds/: its path (relative), text and document."""
+    """A kind's CRD file in config/crd/bases: its path (relative), text and document."""
 
     path: str
     text: str
@@ -34,8 +35,8 @@ class KindCrd:
 
 
 def find_crd(root: Path, group: str, kind: str) -> KindCrd:
-    """The CRD of `kind` in `group` among crds/*.yaml."""
-    for path in sorted((root / "crds").glob("*.yaml")):
+    """The CRD of `kind` in `group` among config/crd/bases/*.yaml."""
+    for path in sorted((root / CRD_BASES).glob("*.yaml")):
         text = path.read_text(encoding="utf-8")
         try:
             documents = list(yaml.safe_load_all(text))
@@ -55,7 +56,7 @@ def find_crd(root: Path, group: str, kind: str) -> KindCrd:
                     )
                 return KindCrd(str(path.relative_to(root)), text, document)
     raise ScaffoldError(
-        f"{kind} of group {group} is in watches.yaml but no CRD in crds/ defines it; "
+        f"{kind} of group {group} is in watches.yaml but no CRD in {CRD_BASES}/ defines it; "
         "create api adds a version to that CRD"
     )
 

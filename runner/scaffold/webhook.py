@@ -3,9 +3,10 @@
 ``--validate`` writes ``roles/<kind>_validate/`` (an example that refuses in a frozen namespace,
 with the variables and the answer explained), ``--mutate`` ``roles/<kind>_mutate/`` (an example
 that copies the namespace's team label), adds ``validate:``/``mutate:`` to the kind's
-watches.yaml entry and the webhook entries to ``deploy/webhook/manifests.yaml`` (what the
+watches.yaml entry and the webhook entries to ``config/webhook/manifests.yaml`` (what the
 operator computes for them; it keeps them written when deployed). ``--convert`` is passed to the
-conversion scaffold (conversion.py). Every check runs first: a kind that is not watched, a hook
+conversion scaffold (conversion.py). A project without config/webhook (operator-sdk's) gets it
+first (webhookconfig.py). Every check runs first: a kind that is not watched, a hook
 it has already, a file that exists, write nothing.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from . import edits
+from . import edits, layout
 from .conversion import plan_conversion
 from .names import (
     ScaffoldError,
@@ -28,13 +29,14 @@ from .names import (
     snake_kind,
     spec_var,
 )
-from .project import load_project
+from .projectfile import load_project
 from .render import Plan, dump_yaml, render, template
+from .webhookconfig import plan_webhook_config
 
 __all__ = ["WebhookRequest", "create_webhook"]
 
-WATCHES = "watches.yaml"
-MANIFESTS = "deploy/webhook/manifests.yaml"
+WATCHES = layout.WATCHES
+MANIFESTS = layout.WEBHOOK_MANIFESTS
 CONFIGURATIONS = {
     "validate": "ValidatingWebhookConfiguration",
     "mutate": "MutatingWebhookConfiguration",
@@ -84,7 +86,7 @@ def _entry(text: str, request: WebhookRequest, domain: str) -> tuple[int, str, s
 
 
 def _manifests(text: str, entries: dict[str, dict[str, Any]]) -> str:
-    """deploy/webhook/manifests.yaml with `entries` (hook -> webhook) added."""
+    """config/webhook/manifests.yaml with `entries` (hook -> webhook) added."""
     try:
         documents = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
@@ -113,7 +115,10 @@ def create_webhook(root: Path, request: WebhookRequest) -> Plan:
     if request.version is not None:
         check_version(request.version)
     project = load_project(root)
-    hint = "run create webhook in the root folder of a project made by operator-runner init"
+    hint = (
+        "run create webhook in the root folder of an Ansible operator project "
+        "(operator-runner init, or operator-sdk's init --plugins=ansible)"
+    )
     watches = _read(root, WATCHES, hint)
     index, group, version = _entry(watches, request, project.domain)
     document = yaml.safe_load(watches)
@@ -133,6 +138,7 @@ def create_webhook(root: Path, request: WebhookRequest) -> Plan:
         "spec_var": spec_var(group, request.kind),
     }
     plan = Plan(root)
+    plan_webhook_config(plan, root, values)
     hooks = [hook for hook in ("validate", "mutate") if getattr(request, hook)]
     addition = ""
     entries: dict[str, dict[str, Any]] = {}
@@ -151,7 +157,9 @@ def create_webhook(root: Path, request: WebhookRequest) -> Plan:
             entries[hook]["reinvocationPolicy"] = "Never"
     if hooks:
         plan.add(WATCHES, edits.add_to_watch(watches, WATCHES, index, addition))
-        manifests = _read(root, MANIFESTS, "operator-runner init writes deploy/webhook/")
+        manifests = plan.files.get(MANIFESTS) or _read(
+            root, MANIFESTS, "operator-runner init writes config/webhook/"
+        )
         plan.add(MANIFESTS, _manifests(manifests, entries))
     if request.convert:
         plan_conversion(plan, group, version, request.kind)

@@ -1,4 +1,5 @@
-"""runner.scaffold.api: `operator-runner create api` adds a kind to an `init` project."""
+"""runner.scaffold.api: `operator-runner create api` adds a kind to an `init` project
+(operator-sdk's Ansible layout)."""
 
 from __future__ import annotations
 
@@ -67,23 +68,61 @@ def test_role_from_a_sample(project: Path, sample: Path) -> None:
     plan = create_api(project, guestbook(sample, short_name="gb"))
     after = snapshot(project)
     assert set(after) - set(before) == {
-        "crds/webapp.example.com_guestbooks.yaml",
+        "config/crd/bases/webapp.example.com_guestbooks.yaml",
         "config/samples/webapp_v1_guestbook.yaml",
         "roles/guestbook/defaults/main.yml",
         "roles/guestbook/tasks/main.yml",
         "roles/guestbook/meta/main.yml",
+        "config/rbac/guestbook_admin_role.yaml",
+        "config/rbac/guestbook_editor_role.yaml",
+        "config/rbac/guestbook_viewer_role.yaml",
+        "molecule/default/tasks/guestbook_test.yml",
     }
     changed = {path for path in before if before[path] != after[path]}
-    assert changed == {"watches.yaml", "config/samples/Kustomization", "deploy/rbac/role.yaml"}
+    assert changed == {
+        "PROJECT",
+        "watches.yaml",
+        "config/crd/kustomization.yaml",
+        "config/samples/kustomization.yaml",
+        "config/rbac/role.yaml",
+        "config/rbac/kustomization.yaml",
+    }
     assert set(plan.files) == (set(after) - set(before)) | changed
     for path in plan.files:
         assert not re.search(r"@[a-z_]+@", after[path]), path
-    for path in changed:  # appended: what was there stays, comments included
-        assert after[path].startswith(before[path].rstrip("[]\n #:abcdefghijklmnopqrstuvwxyz"))
+    for path in changed - {"PROJECT"}:  # added as text: every line stays, comments included
+        assert set(before[path].splitlines()) <= set(after[path].splitlines()), path
+    for path in ("watches.yaml", "config/rbac/role.yaml", "config/samples/kustomization.yaml"):
+        # above kubebuilder's scaffold marker, where operator-sdk's create api adds too
+        assert after[path].rstrip().splitlines()[-1].startswith("# +kubebuilder:scaffold:"), path
+
+    # PROJECT records the kind as operator-sdk's create api does.
+    assert load(project, "PROJECT")["resources"] == [
+        {
+            "api": {"crdVersion": "v1", "namespaced": True},
+            "domain": "example.com",
+            "group": "webapp",
+            "kind": "Guestbook",
+            "version": "v1",
+        }
+    ]
+    assert load(project, "config/crd/kustomization.yaml")["resources"] == [
+        "bases/webapp.example.com_guestbooks.yaml"
+    ]
+    assert load(project, "config/rbac/kustomization.yaml")["resources"][-3:] == [
+        "guestbook_admin_role.yaml",
+        "guestbook_editor_role.yaml",
+        "guestbook_viewer_role.yaml",
+    ]
+    viewer = load(project, "config/rbac/guestbook_viewer_role.yaml")
+    assert viewer["metadata"]["name"] == "guestbook-viewer-role"
+    assert viewer["rules"][0]["verbs"] == ["get", "list", "watch"]
+    test = load(project, "molecule/default/tasks/guestbook_test.yml")
+    assert test[0]["kubernetes.core.k8s_info"]["name"] == "guestbook-sample"
 
     # The sample is copied verbatim and listed in the kustomization.
     assert after["config/samples/webapp_v1_guestbook.yaml"] == SAMPLE
-    assert load(project, "config/samples/Kustomization")["resources"] == [
+    assert load(project, "config/samples/kustomization.yaml")["resources"] == [
         "webapp_v1_guestbook.yaml"
     ]
 
@@ -127,13 +166,13 @@ def test_watches_file_is_read_by_the_runner_and_points_at_the_role(
     assert second.gvk.group == "cache.example.com"
     assert second.playbook == project / "playbooks" / "memcached_policy.yml"
     text = (project / "watches.yaml").read_text()
-    assert text.startswith("# What guestbook watches")  # the comments stay
-    assert "[]" not in text.split("role: guestbook")[0].splitlines()[-5:]
+    assert text.startswith("---\n# What guestbook watches")  # the comments stay
+    assert text.rstrip().endswith("memcached_policy.yml\n# +kubebuilder:scaffold:watch")
 
 
 def test_crd(project: Path, sample: Path) -> None:
     create_api(project, guestbook(sample, short_name="gb"))
-    text = (project / "crds/webapp.example.com_guestbooks.yaml").read_text()
+    text = (project / "config/crd/bases/webapp.example.com_guestbooks.yaml").read_text()
     assert text.startswith("# Guestbook (webapp.example.com/v1)")
     crd = yaml.safe_load(text)
     assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
@@ -173,7 +212,7 @@ def test_crd(project: Path, sample: Path) -> None:
 
 def test_require_sample_keys_and_cluster_scope(project: Path, sample: Path) -> None:
     create_api(project, guestbook(sample, require_sample_keys=True, namespaced=False))
-    crd = load(project, "crds/webapp.example.com_guestbooks.yaml")
+    crd = load(project, "config/crd/bases/webapp.example.com_guestbooks.yaml")
     assert crd["spec"]["scope"] == "Cluster"
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     assert schema["required"] == ["spec"]
@@ -192,7 +231,7 @@ def test_require_sample_keys_and_cluster_scope(project: Path, sample: Path) -> N
 
 def test_without_a_sample(project: Path) -> None:
     create_api(project, guestbook())
-    text = (project / "crds/webapp.example.com_guestbooks.yaml").read_text()
+    text = (project / "config/crd/bases/webapp.example.com_guestbooks.yaml").read_text()
     crd = yaml.safe_load(text)
     version = crd["spec"]["versions"][0]
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
@@ -222,7 +261,7 @@ def test_a_spec_only_sample_gets_apiversion_kind_and_name(project: Path, tmp_pat
         "metadata": {"name": "echoflask-sample"},
         "spec": {"size": 3},
     }
-    assert (project / "crds/swallowlab.com_echoflasks.yaml").is_file()
+    assert (project / "config/crd/bases/swallowlab.com_echoflasks.yaml").is_file()
     assert (project / "roles/echo_flask/tasks/main.yml").is_file()
 
 
@@ -242,9 +281,9 @@ def test_playbook(project: Path, sample: Path) -> None:
 def test_rbac_rules(project: Path, sample: Path) -> None:
     create_api(project, guestbook(sample))
     create_api(project, ApiRequest(group="webapp", version="v1", kind="Visitor"))
-    text = (project / "deploy/rbac/role.yaml").read_text()
-    assert text.startswith("# What the operator may do")
-    rules = load(project, "deploy/rbac/role.yaml")["rules"]
+    text = (project / "config/rbac/role.yaml").read_text()
+    assert text.startswith("---\n# What the operator may do")
+    rules = load(project, "config/rbac/role.yaml")["rules"]
     allowed = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in rules}
     assert allowed[("webapp.example.com", "guestbooks")] == ["get", "list", "watch", "patch"]
     assert allowed[("webapp.example.com", "guestbooks/status")] == ["get", "patch"]
@@ -282,11 +321,17 @@ def test_the_same_kind_and_version_is_refused(project: Path, sample: Path) -> No
 
 def test_another_version_of_a_kind_goes_into_its_crd(project: Path, sample: Path) -> None:
     create_api(project, guestbook(sample))
-    crd_path = "crds/webapp.example.com_guestbooks.yaml"
+    crd_path = "config/crd/bases/webapp.example.com_guestbooks.yaml"
     before = snapshot(project)
     plan = create_api(project, ApiRequest(group="webapp", version="v2", kind="Guestbook"))
     after = snapshot(project)
-    assert set(plan.files) == {crd_path} == {p for p in after if after[p] != before.get(p)}
+    changed = {crd_path, "PROJECT"}
+    assert set(plan.files) == changed == {p for p in after if after[p] != before.get(p)}
+    resources = load(project, "PROJECT")["resources"]
+    assert [(r["kind"], r["version"]) for r in resources] == [
+        ("Guestbook", "v1"),
+        ("Guestbook", "v2"),
+    ]
     assert after[crd_path].startswith(before[crd_path]), "appended as text: comments stay"
     v1, v2 = load(project, crd_path)["spec"]["versions"]
     assert (v1["name"], v1["served"], v1["storage"]) == ("v1", True, True)
@@ -306,18 +351,18 @@ def test_another_version_from_a_sample_as_the_storage_version(
     project: Path, sample: Path, tmp_path: Path
 ) -> None:
     create_api(project, guestbook(sample))
-    crd_path = "crds/webapp.example.com_guestbooks.yaml"
+    crd_path = "config/crd/bases/webapp.example.com_guestbooks.yaml"
     v2_sample = tmp_path / "v2.yaml"
     v2_sample.write_text(
         SAMPLE.replace("/v1", "/v2").replace("size: 3", "replicas: 3").replace("  ratio: 0.5\n", "")
     )
-    kustomization = (project / "config/samples/Kustomization").read_text()
+    kustomization = (project / "config/samples/kustomization.yaml").read_text()
     plan = create_api(
         project,
         ApiRequest(group="webapp", version="v2", kind="Guestbook", sample=v2_sample, storage=True),
     )
-    assert set(plan.files) == {crd_path, "config/samples/webapp_v2_guestbook.yaml"}
-    assert (project / "config/samples/Kustomization").read_text() == kustomization
+    assert set(plan.files) == {crd_path, "config/samples/webapp_v2_guestbook.yaml", "PROJECT"}
+    assert (project / "config/samples/kustomization.yaml").read_text() == kustomization
     v1, v2 = load(project, crd_path)["spec"]["versions"]
     assert (v1["storage"], v2["storage"]) == (False, True)
     spec = v2["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
@@ -356,15 +401,15 @@ def test_a_version_is_added_to_a_crd_only_where_it_can_be_appended(
     project: Path, sample: Path
 ) -> None:
     create_api(project, guestbook(sample))
-    crd = project / "crds/webapp.example.com_guestbooks.yaml"
+    crd = project / "config/crd/bases/webapp.example.com_guestbooks.yaml"
     crd.write_text(crd.read_text() + "  conversion:\n    strategy: None\n")
     before = snapshot(project)
     with pytest.raises(ScaffoldError, match=r"must end with spec\.versions"):
         create_api(project, ApiRequest(group="webapp", version="v2", kind="Guestbook"))
     assert snapshot(project) == before
     create_api(project, ApiRequest(group="webapp", version="v1alpha1", kind="Other"))
-    (project / "crds/webapp.example.com_others.yaml").unlink()
-    with pytest.raises(ScaffoldError, match="no CRD in crds/ defines it"):
+    (project / "config/crd/bases/webapp.example.com_others.yaml").unlink()
+    with pytest.raises(ScaffoldError, match="no CRD in config/crd/bases/ defines it"):
         create_api(project, ApiRequest(group="webapp", version="v2", kind="Other"))
 
 
@@ -377,7 +422,7 @@ def test_existing_files_are_not_overwritten(project: Path) -> None:
 
 
 def test_outside_a_project(tmp_path: Path) -> None:
-    with pytest.raises(ScaffoldError, match=r"no PROJECT file.*operator-runner init"):
+    with pytest.raises(ScaffoldError, match=r"no PROJECT file.*operator-runner init.*operator-sdk"):
         create_api(tmp_path, guestbook())
     assert list(tmp_path.iterdir()) == []
 
@@ -404,17 +449,19 @@ def test_bad_samples_write_nothing(project: Path, tmp_path: Path, text: str, mes
 @pytest.mark.parametrize(
     ("path", "addition", "message"),
     [
-        ("deploy/rbac/role.yaml", "aggregationRule: {}\n", "add them by hand"),
+        ("config/rbac/role.yaml", "aggregationRule: {}\n", "add them by hand"),
         ("watches.yaml", "# trailing comment only\n", None),
-        ("config/samples/Kustomization", "namespace: x\n", "add it by hand"),
+        ("config/samples/kustomization.yaml", "namespace: x\n", "add it by hand"),
         ("watches.yaml", "- {version: v1, group: x.y, kind: A, role: a}\nfoo: 1\n", "valid YAML"),
     ],
 )
-def test_files_that_cannot_be_appended_to_write_nothing(
+def test_files_that_cannot_be_added_to_write_nothing(
     project: Path, path: str, addition: str, message: str | None
 ) -> None:
+    """Without the scaffold marker (removed here), additions go at the end of the file."""
     target = project / path
-    target.write_text(target.read_text() + addition)
+    text = re.sub(r"^# \+kubebuilder:scaffold:\w+\n", "", target.read_text(), flags=re.M)
+    target.write_text(text + addition)
     before = snapshot(project)
     if message is None:  # comments after the list are fine
         create_api(project, guestbook())
@@ -451,7 +498,7 @@ def test_generated_schemas_are_structural(project: Path, tmp_path: Path) -> None
     create_api(project, guestbook(rich))
     create_api(project, ApiRequest(group="webapp", version="v1", kind="Visitor"))
     repo = Path(__file__).resolve().parents[2]
-    crds = [*project.glob("crds/*.yaml"), *repo.glob("crds/*.yaml")]
+    crds = [*project.glob("config/crd/bases/*.yaml"), *repo.glob("crds/*.yaml")]
     assert len(crds) >= 4
     for path in crds:
         crd = yaml.safe_load(path.read_text())
@@ -489,9 +536,14 @@ def test_generated_ansible_passes_syntax_check(project: Path, sample: Path) -> N
         "ANSIBLE_ROLES_PATH": str(project / "roles"),
         "PATH": f"{ANSIBLE_PLAYBOOK.parent}:{os.environ.get('PATH', '')}",
     }
-    playbooks = ["check.yml", "playbooks/visitor.yml"] + [
-        f"molecule/default/{name}.yml"
-        for name in ("create", "converge", "verify", "cleanup", "destroy")
+    playbooks = [
+        "check.yml",
+        "playbooks/visitor.yml",
+        *(
+            f"molecule/default/{name}.yml"
+            for name in ("create", "converge", "verify", "cleanup", "destroy")
+        ),
+        *(f"molecule/kind/{name}.yml" for name in ("create", "converge", "destroy")),
     ]
     result = subprocess.run(
         [str(ANSIBLE_PLAYBOOK), "--syntax-check", "-i", "localhost,", *playbooks],

@@ -27,6 +27,43 @@ def test_init_then_create_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "  roles/guestbook/tasks/main.yml\n" in capsys.readouterr().out
 
 
+def test_init_with_the_first_api_as_operator_sdks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(tmp_path, "init", "--plugins=ansible", "--domain", "example.com",
+               "--project-name", "gb", "--group", "cache", "--version", "v1alpha1",
+               "--kind", "Memcached", "--generate-role") == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "  roles/memcached/tasks/main.yml\n" in out and "  PROJECT\n" in out
+    assert "with Memcached" in out
+    assert (
+        "- version: v1alpha1\n  group: cache.example.com\n  kind: Memcached\n  role: memcached\n"
+        in (tmp_path / "watches.yaml").read_text()
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--group", "cache"], "the first API needs --version, --kind too"),
+        (["--generate-playbook"], "go with --group, --version and --kind"),
+        (["--plugins=go/v4"], "--plugins 'go/v4': operator-runner writes operator-sdk's Ansible"),
+        (["--group", "cache", "--version", "1", "--kind", "M"], "--version '1'"),
+    ],
+)
+def test_init_refusals_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert run(tmp_path, "init", "--domain", "example.com", *argv) == 1
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_domain_defaults_to_operator_sdks(tmp_path: Path) -> None:
+    assert run(tmp_path, "init", "--project-name", "gb") == 0
+    assert "domain: my.domain\n" in (tmp_path / "PROJECT").read_text()
+
+
 def test_errors_are_one_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(tmp_path, "init", "--domain", "Bad_Domain") == 1
     err = capsys.readouterr().err
@@ -77,7 +114,9 @@ def test_the_console_script_has_init_and_create_api(tmp_path: Path) -> None:
         )
 
     assert command("init", "--domain", "example.com").returncode == 0
-    assert "guestbook-operator-system" in (project / "deploy/kustomization.yaml").read_text()
+    assert (
+        "guestbook-operator-system" in (project / "config/default/kustomization.yaml").read_text()
+    )
     created = command(
         "create", "api", "--group", "webapp", "--version", "v1", "--kind", "Guestbook"
     )
@@ -92,8 +131,10 @@ def test_the_console_script_has_init_and_create_api(tmp_path: Path) -> None:
     )
     assert version.returncode == 0, version.stderr
     assert version.stdout.splitlines() == [
-        "  crds/webapp.example.com_guestbooks.yaml",
-        "added version v2 to Guestbook (crds/webapp.example.com_guestbooks.yaml; served, storage "
+        "  PROJECT",
+        "  config/crd/bases/webapp.example.com_guestbooks.yaml",
+        "added version v2 to Guestbook (config/crd/bases/webapp.example.com_guestbooks.yaml; "
+        "served, storage "
         "version v2); watches.yaml still reconciles Guestbook v1: its role sees objects in v1; "
         "next: write the conversion between the versions: operator-runner create webhook --kind "
         "Guestbook --convert (a role), or convert: fields: in watches.yaml when only names differ "

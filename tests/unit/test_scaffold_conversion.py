@@ -19,7 +19,7 @@ from runner.scaffold.webhook import WebhookRequest, create_webhook
 from runner.watches import Convert, load_watches
 
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
-CRD = "crds/webapp.example.com_guestbooks.yaml"
+CRD = "config/crd/bases/webapp.example.com_guestbooks.yaml"
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -42,7 +42,7 @@ def test_the_role_the_watch_key_the_crds_conversion_and_rbac(project: Path) -> N
     plan = create_webhook(project, WebhookRequest("Guestbook", convert=True))
     assert sorted(plan.files) == [
         CRD,
-        "deploy/rbac/role.yaml",
+        "config/rbac/role.yaml",
         "roles/guestbook_convert/tasks/main.yml",
         "watches.yaml",
     ]
@@ -54,16 +54,15 @@ def test_the_role_the_watch_key_the_crds_conversion_and_rbac(project: Path) -> N
     old = yaml.safe_load(before[CRD])
     assert crd["spec"]["versions"] == old["spec"]["versions"]
     assert "# spec.conversion is written by the operator" in (project / CRD).read_text()
-    rules = yaml.safe_load((project / "deploy/rbac/role.yaml").read_text())["rules"]
+    rules = yaml.safe_load((project / "config/rbac/role.yaml").read_text())["rules"]
     assert rules[-1] == {
         "apiGroups": ["apiextensions.k8s.io"],
         "resources": ["customresourcedefinitions"],
         "resourceNames": ["guestbooks.webapp.example.com"],
         "verbs": ["get", "patch"],
     }
-    assert (
-        (project / "deploy/rbac/role.yaml").read_text().startswith(before["deploy/rbac/role.yaml"])
-    ), "appended as text"
+    old_text = before["config/rbac/role.yaml"].removesuffix("# +kubebuilder:scaffold:rules\n")
+    assert (project / "config/rbac/role.yaml").read_text().startswith(old_text), "added as text"
 
 
 def test_with_validate_too_and_not_twice(project: Path) -> None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from runner.scaffold.lines import installed_line
 from runner.scaffold.names import ScaffoldError
 from runner.scaffold.project import init, load_project
 from runner.scaffold.render import project_templates, template
@@ -17,31 +20,51 @@ from runner.scaffold.render import project_templates, template
 EXPECTED = {
     "PROJECT",
     "README.md",
+    ".gitignore",
     "watches.yaml",
     "requirements.yml",
     "requirements.txt",
     "Dockerfile",
     "Makefile",
-    "config/samples/Kustomization",
-    "deploy/kustomization.yaml",
-    "deploy/rbac/kustomization.yaml",
-    "deploy/rbac/namespace.yaml",
-    "deploy/rbac/service_account.yaml",
-    "deploy/rbac/role.yaml",
-    "deploy/rbac/role_binding.yaml",
-    "deploy/rbac/leader_election_role.yaml",
-    "deploy/rbac/leader_election_role_binding.yaml",
-    "deploy/rbac/metrics_auth_role.yaml",
-    "deploy/rbac/metrics_auth_role_binding.yaml",
-    "deploy/rbac/metrics_reader_role.yaml",
-    "deploy/manager/kustomization.yaml",
-    "deploy/manager/manager.yaml",
-    "deploy/manager/metrics_service.yaml",
-    "deploy/webhook/kustomization.yaml",
-    "deploy/webhook/service.yaml",
-    "deploy/webhook/manifests.yaml",
-    "deploy/webhook/role.yaml",
-    "deploy/webhook/role_binding.yaml",
+    "config/crd/kustomization.yaml",
+    "config/crd/kustomizeconfig.yaml",
+    "config/default/kustomization.yaml",
+    "config/default/manager_metrics_patch.yaml",
+    "config/default/manager_webhook_patch.yaml",
+    "config/default/metrics_service.yaml",
+    "config/manager/kustomization.yaml",
+    "config/manager/manager.yaml",
+    "config/manifests/kustomization.yaml",
+    "config/network-policy/kustomization.yaml",
+    "config/network-policy/allow-metrics-traffic.yaml",
+    "config/network-policy/allow-webhook-traffic.yaml",
+    "config/prometheus/kustomization.yaml",
+    "config/prometheus/monitor.yaml",
+    "config/rbac/kustomization.yaml",
+    "config/rbac/service_account.yaml",
+    "config/rbac/role.yaml",
+    "config/rbac/role_binding.yaml",
+    "config/rbac/leader_election_role.yaml",
+    "config/rbac/leader_election_role_binding.yaml",
+    "config/rbac/metrics_auth_role.yaml",
+    "config/rbac/metrics_auth_role_binding.yaml",
+    "config/rbac/metrics_reader_role.yaml",
+    "config/samples/kustomization.yaml",
+    "config/scorecard/kustomization.yaml",
+    "config/scorecard/bases/config.yaml",
+    "config/scorecard/patches/basic.config.yaml",
+    "config/scorecard/patches/olm.config.yaml",
+    "config/testing/kustomization.yaml",
+    "config/testing/debug_logs_patch.yaml",
+    "config/testing/manager_image.yaml",
+    "config/testing/pull_policy/Always.yaml",
+    "config/testing/pull_policy/IfNotPresent.yaml",
+    "config/testing/pull_policy/Never.yaml",
+    "config/webhook/kustomization.yaml",
+    "config/webhook/service.yaml",
+    "config/webhook/manifests.yaml",
+    "config/webhook/role.yaml",
+    "config/webhook/role_binding.yaml",
     "molecule/default/molecule.yml",
     "molecule/default/vars.yml",
     "molecule/default/create.yml",
@@ -49,10 +72,15 @@ EXPECTED = {
     "molecule/default/verify.yml",
     "molecule/default/cleanup.yml",
     "molecule/default/destroy.yml",
-    "roles/.gitkeep",
-    "playbooks/.gitkeep",
-    "crds/.gitkeep",
+    "molecule/kind/molecule.yml",
+    "molecule/kind/vars.yml",
+    "molecule/kind/create.yml",
+    "molecule/kind/converge.yml",
+    "molecule/kind/destroy.yml",
+    "roles/.placeholder",
+    "playbooks/.placeholder",
 }
+REPO = Path(__file__).resolve().parents[2]
 
 
 def files(root: Path) -> set[str]:
@@ -73,67 +101,97 @@ def test_init_writes_the_whole_layout(project: Path) -> None:
     assert (loaded.domain, loaded.name) == ("example.com", "guestbook")  # the folder's name
 
 
+def test_project_is_operator_sdks_ansible_layout(project: Path) -> None:
+    """What kubebuilder's strict reading of PROJECT accepts: its keys only, ours under plugins."""
+    data = yaml.safe_load((project / "PROJECT").read_text())
+    assert data == {
+        "domain": "example.com",
+        "layout": ["ansible.sdk.operatorframework.io/v1"],
+        "plugins": {
+            "manifests.sdk.operatorframework.io/v2": {},
+            "operator-runner.dev/v1": {"ansibleCore": installed_line()},
+            "scorecard.sdk.operatorframework.io/v2": {},
+        },
+        "projectName": "guestbook",
+        "version": "3",
+    }
+
+
 def test_every_placeholder_is_replaced_and_every_yaml_file_parses(project: Path) -> None:
     for path in files(project):
         text = (project / path).read_text()
         assert not re.search(r"@[a-z_]+@", text), path
-        if path.endswith((".yaml", ".yml")) or path in ("config/samples/Kustomization", "PROJECT"):
+        if path.endswith((".yaml", ".yml")) or path == "PROJECT":
             list(yaml.safe_load_all(text))
 
 
 def test_the_deployment_passes_operator_sdks_args_and_ships_its_metrics_rbac(
     project: Path,
 ) -> None:
-    """As operator-sdk's scaffold: /metrics over TLS behind RBAC, facts off, and the
-    metrics-reader and metrics-auth ClusterRoles (the latter bound to the operator)."""
-    [deployment] = yaml.safe_load_all((project / "deploy/manager/manager.yaml").read_text())
+    """As operator-sdk's scaffold: /metrics over TLS behind RBAC (config/default's patch),
+    facts off, the project's leader election id, and the metrics-reader and metrics-auth
+    ClusterRoles (the latter bound to the operator)."""
+    namespace, deployment = yaml.safe_load_all(
+        (project / "config/manager/manager.yaml").read_text()
+    )
+    assert (namespace["kind"], namespace["metadata"]["name"]) == ("Namespace", "system")
     [container] = deployment["spec"]["template"]["spec"]["containers"]
-    for arg in (
+    assert container["args"] == [
         "--leader-elect",
+        "--leader-election-id=guestbook",
         "--health-probe-bind-address=:6789",
+    ]
+    assert container["image"] == "controller:latest"  # make deploy IMG=... sets it
+    assert {"name": "ANSIBLE_GATHERING", "value": "explicit"} in container["env"]
+    patch = yaml.safe_load((project / "config/default/manager_metrics_patch.yaml").read_text())
+    assert [op["value"] for op in patch] == [
         "--metrics-bind-address=:8443",
         "--metrics-secure",
         "--metrics-require-rbac",
-    ):
-        assert arg in container["args"]
-    assert {"name": "ANSIBLE_GATHERING", "value": "explicit"} in container["env"]
-    reader = yaml.safe_load((project / "deploy/rbac/metrics_reader_role.yaml").read_text())
-    assert reader["metadata"]["name"] == "guestbook-metrics-reader"
+    ]
+    rbac = project / "config/rbac"
+    reader = yaml.safe_load((rbac / "metrics_reader_role.yaml").read_text())
+    assert reader["metadata"]["name"] == "metrics-reader"
     assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
-    auth = yaml.safe_load((project / "deploy/rbac/metrics_auth_role.yaml").read_text())
+    auth = yaml.safe_load((rbac / "metrics_auth_role.yaml").read_text())
     assert {(r["resources"][0], r["verbs"][0]) for r in auth["rules"]} == {
         ("tokenreviews", "create"),
         ("subjectaccessreviews", "create"),
     }
-    binding = yaml.safe_load((project / "deploy/rbac/metrics_auth_role_binding.yaml").read_text())
-    assert binding["roleRef"]["name"] == "guestbook-metrics-auth-role"
-    assert binding["subjects"][0]["name"] == "guestbook-controller-manager"
+    binding = yaml.safe_load((rbac / "metrics_auth_role_binding.yaml").read_text())
+    assert binding["roleRef"]["name"] == "metrics-auth-role"
+    assert binding["subjects"][0]["name"] == "controller-manager"
 
 
-def test_watches_file_is_an_empty_list_with_comments(project: Path) -> None:
+def test_watches_file_has_no_entry_and_the_scaffold_marker(project: Path) -> None:
     text = (project / "watches.yaml").read_text()
-    assert text.startswith("#")
-    assert yaml.safe_load(text) == []
+    assert text.startswith("---\n#")
+    assert yaml.safe_load(text) is None
+    assert text.splitlines()[-1] == "# +kubebuilder:scaffold:watch"
 
 
-def test_samples_kustomization_does_not_break_kubectl_apply_f(project: Path) -> None:
-    # kubectl apply -f <dir> reads *.yaml, *.yml, *.json only; kustomize also reads a file
-    # named Kustomization, so both `apply -k config/samples` and `apply -f config/samples/` work.
-    samples = project / "config/samples"
-    assert [p.name for p in samples.iterdir()] == ["Kustomization"]
-    assert yaml.safe_load((samples / "Kustomization").read_text())["resources"] is None
+def test_kustomizations_have_the_markers_operator_sdks_create_api_adds_at(project: Path) -> None:
+    for path, marker in (
+        ("config/crd/kustomization.yaml", "crdkustomizeresource"),
+        ("config/samples/kustomization.yaml", "manifestskustomizesamples"),
+        ("config/rbac/role.yaml", "rules"),
+    ):
+        assert f"# +kubebuilder:scaffold:{marker}\n" in (project / path).read_text(), path
+    assert yaml.safe_load((project / "config/samples/kustomization.yaml").read_text()) == {
+        "resources": None
+    }
 
 
 def test_rbac_is_least_privilege(project: Path) -> None:
-    role = yaml.safe_load((project / "deploy/rbac/role.yaml").read_text())
+    role = yaml.safe_load((project / "config/rbac/role.yaml").read_text())
     assert role["kind"] == "ClusterRole"
-    assert role["metadata"]["name"] == "guestbook-manager-role"
+    assert role["metadata"]["name"] == "manager-role"
     rules = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in role["rules"]}
     assert rules == {
         ("", "events"): ["create", "patch"],
         ("apiextensions.k8s.io", "customresourcedefinitions"): ["list", "watch"],
     }
-    lease = yaml.safe_load((project / "deploy/rbac/leader_election_role.yaml").read_text())
+    lease = yaml.safe_load((project / "config/rbac/leader_election_role.yaml").read_text())
     assert lease["kind"] == "Role"
     assert lease["rules"] == [
         {
@@ -143,32 +201,104 @@ def test_rbac_is_least_privilege(project: Path) -> None:
         }
     ]
     for path in files(project):
-        if path.startswith("deploy/"):
-            assert (
-                "'*'" not in (project / path).read_text()
-                and '"*"' not in (project / path).read_text()
-            )
+        if path.startswith(("config/rbac/", "config/webhook/")):
+            text = (project / path).read_text()
+            assert "'*'" not in text and '"*"' not in text, path
 
 
 def test_deploy_names_and_bindings_fit_together(project: Path) -> None:
-    deploy = project / "deploy"
-    kustomization = yaml.safe_load((deploy / "kustomization.yaml").read_text())
-    assert kustomization["namespace"] == "guestbook-system"
-    binding = yaml.safe_load((deploy / "rbac/role_binding.yaml").read_text())
-    account = yaml.safe_load((deploy / "rbac/service_account.yaml").read_text())
-    manager = yaml.safe_load((deploy / "manager/manager.yaml").read_text())
-    assert binding["roleRef"]["name"] == "guestbook-manager-role"
+    config = project / "config"
+    default = yaml.safe_load((config / "default/kustomization.yaml").read_text())
+    assert default["namespace"] == "guestbook-system"
+    assert default["namePrefix"] == "guestbook-"
+    assert default["resources"] == [
+        "../crd",
+        "../rbac",
+        "../manager",
+        "../webhook",
+        "metrics_service.yaml",
+    ]
+    binding = yaml.safe_load((config / "rbac/role_binding.yaml").read_text())
+    account = yaml.safe_load((config / "rbac/service_account.yaml").read_text())
+    _, manager = yaml.safe_load_all((config / "manager/manager.yaml").read_text())
+    assert binding["roleRef"]["name"] == "manager-role"
     assert binding["subjects"][0]["name"] == account["metadata"]["name"]
     pod = manager["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == account["metadata"]["name"]
-    assert pod["containers"][0]["image"] == "controller:latest"  # make deploy IMG=... sets it
-    for sub in ("rbac", "manager"):
-        listed = yaml.safe_load((deploy / sub / "kustomization.yaml").read_text())["resources"]
+    for sub in ("rbac", "manager", "webhook", "network-policy", "prometheus"):
+        listed = yaml.safe_load((config / sub / "kustomization.yaml").read_text())["resources"]
         assert {f"{sub}/{name}" for name in listed} == {
-            path.removeprefix("deploy/")
+            path.removeprefix("config/")
             for path in files(project)
-            if path.startswith(f"deploy/{sub}/") and not path.endswith("kustomization.yaml")
+            if path.startswith(f"config/{sub}/") and not path.endswith("kustomization.yaml")
         }
+    # The webhooks' names as the operator is told them: config/default's prefix applied.
+    patch = yaml.safe_load((config / "default/manager_webhook_patch.yaml").read_text())
+    assert [op["value"] for op in patch] == [
+        "--webhook-service=guestbook-webhook-service",
+        "--webhook-configuration-name=guestbook-webhooks",
+    ]
+    webhook_role = next(yaml.safe_load_all((config / "webhook/role.yaml").read_text()))
+    assert webhook_role["rules"][0]["resourceNames"] == ["guestbook-webhooks"]
+
+
+def kustomize_build() -> list[str] | None:
+    """kustomize (hack/sdk-cli.sh's) or kubectl's built-in one (the local cluster's), when
+    built on this machine (nothing is built here)."""
+    found = subprocess.run(
+        [str(REPO / "hack/sdk-cli.sh"), "bin-dir"], capture_output=True, text=True, timeout=60
+    )
+    if found.returncode == 0:
+        return [str(Path(found.stdout.strip()) / "kustomize"), "build"]
+    found = subprocess.run(
+        [str(REPO / "hack/build-binaries.sh"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if found.returncode == 0:
+        return [str(Path(found.stdout.strip()) / "kubectl"), "kustomize"]
+    return None
+
+
+@pytest.mark.skipif(kustomize_build() is None, reason="no kustomize built on this machine")
+def test_every_kustomization_builds(project: Path) -> None:
+    """config/default and config/testing as kustomize makes them: the names as the flags and
+    RBAC give them."""
+    build = kustomize_build()
+    assert build is not None
+    init_api = subprocess.run(
+        [sys.executable, "-m", "runner", "create", "api", "--group", "webapp",
+         "--version", "v1", "--kind", "Guestbook"],
+        cwd=project, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert init_api.returncode == 0, init_api.stderr
+    objects = {}
+    for overlay in ("default", "testing", "samples", "crd", "prometheus", "network-policy"):
+        result = subprocess.run(
+            [*build, "--load-restrictor", "LoadRestrictionsNone", f"config/{overlay}"],
+            cwd=project, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 0, f"{overlay}: {result.stderr}"
+        objects[overlay] = {
+            (d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(result.stdout) if d
+        }
+    deployed = objects["default"]
+    deployment = deployed[("Deployment", "guestbook-controller-manager")]
+    assert deployment["metadata"]["namespace"] == "guestbook-system"
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[0] == "--metrics-bind-address=:8443"
+    assert "--webhook-service=guestbook-webhook-service" in args
+    assert ("Service", "guestbook-webhook-service") in deployed
+    assert ("ValidatingWebhookConfiguration", "guestbook-webhooks") in deployed
+    assert ("CustomResourceDefinition", "guestbooks.webapp.example.com") in deployed
+    assert ("ClusterRole", "guestbook-manager-role") in deployed
+    assert ("Namespace", "guestbook-system") in deployed
+    testing = objects["testing"][("Deployment", "osdk-controller-manager")]
+    [container] = testing["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "testing-operator"
+    assert {"name": "ANSIBLE_DEBUG_LOGS", "value": "TRUE"} in container["env"]
+    assert ("Guestbook", "guestbook-sample") in objects["samples"]
 
 
 def test_dockerfile_and_makefile(project: Path) -> None:
@@ -184,10 +314,16 @@ def test_dockerfile_and_makefile(project: Path) -> None:
         assert copy in dockerfile
     makefile = (project / "Makefile").read_text()
     targets = set(re.findall(r"^([a-z-]+):", makefile, flags=re.MULTILINE))
-    assert {"help", "install", "uninstall", "run", "deploy", "undeploy", "docker-build"} <= targets
-    assert {"molecule", "test"} <= targets
+    operator_sdks = {
+        "all", "help", "run", "docker-build", "docker-push", "docker-buildx", "install",
+        "uninstall", "deploy", "undeploy", "kustomize", "ansible-operator", "operator-sdk",
+        "bundle", "bundle-build", "bundle-push", "opm", "catalog-build", "catalog-push",
+    }  # fmt: skip
+    assert operator_sdks | {"molecule", "test"} == targets
     recipe_lines = [line for line in makefile.splitlines() if line[:1] in (" ", "\t")]
-    assert recipe_lines and all(line.startswith("\t") for line in recipe_lines)
+    assert recipe_lines and all(
+        line.startswith("\t") or line.startswith("  ignore-not-found") for line in recipe_lines
+    )
 
 
 def test_molecule_names_no_kind(project: Path) -> None:
@@ -205,7 +341,7 @@ def test_project_name_option_and_bad_folder_name(tmp_path: Path) -> None:
     assert list(bad.iterdir()) == []
     init(bad, "example.com", project_name="my-project")
     assert load_project(bad).name == "my-project"
-    assert "name: my-project-system" in (bad / "deploy/rbac/namespace.yaml").read_text()
+    assert "namespace: my-project-system" in (bad / "config/default/kustomization.yaml").read_text()
 
 
 def test_bad_domain_writes_nothing(tmp_path: Path) -> None:
@@ -239,7 +375,7 @@ def test_non_empty_folder_is_refused_and_names_the_files_it_would_overwrite(
     init(tmp_path, "example.com", project_name="x", force=True)
     assert files(tmp_path) == EXPECTED | {"notes.txt"}
     assert (tmp_path / "notes.txt").read_text() == "keep\n"
-    assert yaml.safe_load((tmp_path / "watches.yaml").read_text()) == []
+    assert yaml.safe_load((tmp_path / "watches.yaml").read_text()) is None
 
 
 def test_non_empty_folder_without_conflicts_is_refused_too(tmp_path: Path) -> None:
@@ -264,15 +400,23 @@ def test_templates_are_package_data() -> None:
 def test_makefile_runs(project: Path) -> None:
     def make(*argv: str) -> str:
         return subprocess.run(
-            ["make", *argv], cwd=project, capture_output=True, text=True, check=True, timeout=60
-        ).stdout
+            ["make", *argv], cwd=project, capture_output=True, text=True, check=True, timeout=60,
+            env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
+        ).stdout  # fmt: skip
 
-    listed = make("help")
-    for target in ("install", "uninstall", "run", "deploy", "undeploy", "docker-build"):
+    listed = re.sub(r"\x1b\[[0-9;]*m", "", make("help"))
+    for target in ("install", "uninstall", "run", "deploy", "undeploy", "docker-build", "bundle"):
         assert f"  {target} " in listed
     assert "molecule test -s default" in make("-n", "test")
     assert (
         "build --build-arg OPERATOR_RUNNER_IMAGE=operator-runner:latest "
         "--build-arg ANSIBLE_CORE=2.18 -t reg/gb:v1 ."
-    ) in make("-n", "docker-build", "IMG=reg/gb:v1")
-    assert "run --watches-file=./watches.yaml" in make("-n", "run")
+    ) in make("-n", "docker-build", "IMG=reg/gb:v1", "ANSIBLE_CORE=2.18")
+    # make run: operator-runner of this virtualenv (on PATH), as bin/ansible-operator would be
+    run = make("-n", "run")
+    assert f"{Path(sys.executable).parent}/operator-runner run --watches-file=./watches.yaml" in run
+    bundle = make("-n", "bundle", "IMG=reg/gb:v1", "OPERATOR_SDK=operator-sdk")
+    assert "operator-sdk generate kustomize manifests -q" in bundle
+    assert "edit set image controller=reg/gb:v1" in bundle
+    assert "generate bundle -q --overwrite --version 0.0.1" in bundle
+    assert "operator-sdk bundle validate ./bundle" in bundle

@@ -42,7 +42,7 @@ def test_the_chosen_line_is_in_project_makefile_dockerfile_and_requirements(
                "--ansible-core", line) == 0  # fmt: skip
     assert f"for ansible-core {line}" in capsys.readouterr().out
     project = yaml.safe_load((tmp_path / "PROJECT").read_text())
-    assert project["ansibleCore"] == line
+    assert project["plugins"]["operator-runner.dev/v1"] == {"ansibleCore": line}
     assert f"\nANSIBLE_CORE = {line}\n" in (tmp_path / "Makefile").read_text()
     assert f"\nARG ANSIBLE_CORE={line}\n" in (tmp_path / "Dockerfile").read_text()
     requirements = (tmp_path / "requirements.txt").read_text().splitlines()
@@ -58,7 +58,8 @@ def test_default_is_the_installed_line(tmp_path: Path, capsys: pytest.CaptureFix
     assert run(tmp_path, "init", "--domain", "example.com", "--project-name", "gb") == 0
     installed = ".".join(importlib.metadata.version("ansible-core").split(".")[:2])
     assert installed in LINES  # every venv of this repository has a supported line
-    assert yaml.safe_load((tmp_path / "PROJECT").read_text())["ansibleCore"] == installed
+    plugins = yaml.safe_load((tmp_path / "PROJECT").read_text())["plugins"]
+    assert plugins["operator-runner.dev/v1"]["ansibleCore"] == installed
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +38,7 @@ def project(tmp_path: Path) -> Path:
 def test_roles_watch_keys_and_the_configurations(project: Path) -> None:
     plan = create_webhook(project, WebhookRequest("Guestbook", validate=True, mutate=True))
     assert sorted(plan.files) == [
-        "deploy/webhook/manifests.yaml",
+        "config/webhook/manifests.yaml",
         "roles/guestbook_mutate/tasks/main.yml",
         "roles/guestbook_validate/tasks/main.yml",
         "watches.yaml",
@@ -47,7 +48,7 @@ def test_roles_watch_keys_and_the_configurations(project: Path) -> None:
     assert watch.validate == Admission(role=str(roles / "guestbook_validate"))
     assert watch.mutate == Admission(role=str(roles / "guestbook_mutate"))
     # the manifests hold what the operator computes for the watch, deployed
-    manifests = (project / "deploy/webhook/manifests.yaml").read_text()
+    manifests = (project / "config/webhook/manifests.yaml").read_text()
     documents = {d["kind"]: d for d in yaml.safe_load_all(manifests)}
     service = {"namespace": "guestbook-system", "name": "guestbook-webhook-service", "port": 443}
     for hook, kind in (
@@ -62,11 +63,44 @@ def test_roles_watch_keys_and_the_configurations(project: Path) -> None:
             username="system:serviceaccount:guestbook-system:guestbook-controller-manager",
         )
         assert documents[kind]["webhooks"] == wanted
-        assert documents[kind]["metadata"]["name"] == "guestbook-webhooks"
-    manager = yaml.safe_load((project / "deploy/manager/manager.yaml").read_text())
-    args = manager["spec"]["template"]["spec"]["containers"][0]["args"]
+        # guestbook-webhooks once config/default's namePrefix is applied
+        assert documents[kind]["metadata"]["name"] == "webhooks"
+    patch = yaml.safe_load((project / "config/default/manager_webhook_patch.yaml").read_text())
+    args = [op["value"] for op in patch if op["path"].endswith("/args/-")]
     assert "--webhook-configuration-name=guestbook-webhooks" in args
     assert "--webhook-service=guestbook-webhook-service" in args
+
+
+def test_a_project_without_config_webhook_gets_it(project: Path) -> None:
+    """operator-sdk's init writes no config/webhook: create webhook adds it, the manager's
+    webhook flags, and both to config/default (as text: its comments stay)."""
+    shutil.rmtree(project / "config/webhook")
+    (project / "config/default/manager_webhook_patch.yaml").unlink()
+    default = project / "config/default/kustomization.yaml"
+    text = default.read_text()
+    text = text.replace("- ../webhook\n", "").replace(
+        "- path: manager_webhook_patch.yaml\n  target:\n    kind: Deployment\n", ""
+    )
+    default.write_text(text)
+    assert "../webhook" not in (yaml.safe_load(text)["resources"])
+    plan = create_webhook(project, WebhookRequest("Guestbook", validate=True))
+    assert {
+        "config/webhook/kustomization.yaml",
+        "config/webhook/service.yaml",
+        "config/webhook/manifests.yaml",
+        "config/webhook/role.yaml",
+        "config/webhook/role_binding.yaml",
+        "config/default/manager_webhook_patch.yaml",
+        "config/default/kustomization.yaml",
+    } <= set(plan.files)
+    after = yaml.safe_load(default.read_text())
+    assert "../webhook" in after["resources"]
+    assert {"path": "manager_webhook_patch.yaml", "target": {"kind": "Deployment"}} in after[
+        "patches"
+    ]
+    assert set(text.splitlines()) <= set(default.read_text().splitlines())
+    documents = list(yaml.safe_load_all((project / "config/webhook/manifests.yaml").read_text()))
+    assert [len(d["webhooks"]) for d in documents] == [1, 0]
 
 
 @pytest.mark.parametrize(
