@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runner.scaffold.api import ApiRequest, create_api
 from runner.scaffold.lines import installed_line
 from runner.scaffold.names import ScaffoldError
 from runner.scaffold.project import init, load_project
@@ -267,12 +268,7 @@ def test_every_kustomization_builds(project: Path) -> None:
     RBAC give them."""
     build = kustomize_build()
     assert build is not None
-    init_api = subprocess.run(
-        [sys.executable, "-m", "runner", "create", "api", "--group", "webapp",
-         "--version", "v1", "--kind", "Guestbook"],
-        cwd=project, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert init_api.returncode == 0, init_api.stderr
+    create_api(project, ApiRequest(group="webapp", version="v1", kind="Guestbook"))
     objects = {}
     for overlay in ("default", "testing", "samples", "crd", "prometheus", "network-policy"):
         result = subprocess.run(
