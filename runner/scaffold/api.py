@@ -36,7 +36,7 @@ from .names import (
     spec_var,
 )
 from .project import in_the_way
-from .projectfile import load_project, with_resource
+from .projectfile import load_project, multigroup, split_group, with_resource
 from .render import Plan, render, template
 from .sample import read_sample, sample_file_text
 from .version import add_version, find_crd
@@ -55,7 +55,6 @@ _EDITED = {
     layout.CRD_KUSTOMIZATION: "project/config/crd/kustomization.yaml",
     layout.SAMPLES_KUSTOMIZATION: "project/config/samples/kustomization.yaml",
 }
-_CRD_KUSTOMIZECONFIG = "config/crd/kustomizeconfig.yaml"
 _DEFAULT_KUSTOMIZATION = "config/default/kustomization.yaml"
 _HELPER_ROLES = ("admin", "editor", "viewer")
 _HELPER_ROLES_COMMENT = """\
@@ -90,20 +89,19 @@ def _check(request: ApiRequest) -> None:
         check_short_name(request.short_name)
 
 
-def _read_texts(root: Path) -> tuple[dict[str, str], set[str]]:
-    """The files create api adds to, and those of them it makes (from their template)."""
+def _read_texts(root: Path) -> dict[str, str]:
+    """The files create api adds to (from their template when the project has none yet)."""
     texts: dict[str, str] = {}
-    made: set[str] = set()
     for name, made_from in _EDITED.items():
         path = root / name
         if made_from is not None and not path.exists():
-            texts[name], made = template(made_from), made | {name}
+            texts[name] = template(made_from)
             continue
         try:
             texts[name] = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ScaffoldError(f"{name} cannot be read ({exc}); create api adds to it") from None
-    return texts, made
+    return texts
 
 
 def _uncomment_crd(root: Path) -> str | None:
@@ -191,7 +189,7 @@ def create_api(root: Path, request: ApiRequest) -> Plan:
     check_group(group)
     api_version = f"{group}/{request.version}"
     kind, lower, snake = request.kind, request.kind.lower(), snake_kind(request.kind)
-    texts, made = _read_texts(root)
+    texts = _read_texts(root)
     watched = _watched_version(texts[WATCHES], group, kind)
     if watched is not None:
         if watched == request.version:
@@ -244,10 +242,20 @@ def create_api(root: Path, request: ApiRequest) -> Plan:
     sample_text = sample_file_text(sample, sample_source, api_version, kind)
     plan.add(f"{layout.SAMPLES}/{sample_name}", sample_text)
     content = content_files(plan, request, values, spec)
+    project_text = with_resource(
+        texts[layout.PROJECT_FILE], group, request.version, kind, request.namespaced
+    )
+    # kubebuilder's names of the helper roles: the group's too in a multi-group project
+    helper = (
+        f"{split_group(group, project.domain)[0]}_{lower}" if multigroup(project_text) else lower
+    )
     for role in _HELPER_ROLES:
         plan.add(
-            f"config/rbac/{lower}_{role}_role.yaml",
-            render(template(f"api/{role}_role.yaml"), values),
+            f"config/rbac/{helper}_{role}_role.yaml",
+            render(
+                template(f"api/{role}_role.yaml"),
+                {**values, "helper_role": helper.replace("_", "-")},
+            ),
         )
     sample_name_in_cluster = str((yaml.safe_load(sample_text).get("metadata") or {})["name"])
     plan.add(
@@ -263,7 +271,7 @@ def create_api(root: Path, request: ApiRequest) -> Plan:
         raise ScaffoldError(f"{source} exists already; create api does not overwrite it")
     entry = f"- version: {request.version}\n  group: {group}\n  kind: {kind}\n  {content}\n"
     plan.add(WATCHES, edits.append_watch(texts[WATCHES], WATCHES, entry, layout.WATCH_MARKER))
-    _add_listings(plan, texts, made, crd_file, sample_name, lower, project.name)
+    _add_listings(plan, texts, crd_file, sample_name, helper, project.name)
     rules = render(template("api/rbac.yaml"), values)
     if not edits.has_rule(
         texts[layout.RBAC_ROLE], layout.RBAC_ROLE, "", "configmaps", CONFIGMAP_VERBS
@@ -275,10 +283,7 @@ def create_api(root: Path, request: ApiRequest) -> Plan:
             texts[layout.RBAC_ROLE], layout.RBAC_ROLE, rules, layout.RULES_MARKER
         ),
     )
-    plan.add(
-        layout.PROJECT_FILE,
-        with_resource(texts[layout.PROJECT_FILE], group, request.version, kind, request.namespaced),
-    )
+    plan.add(layout.PROJECT_FILE, project_text)
     plan.write()
     return plan
 
@@ -286,18 +291,15 @@ def create_api(root: Path, request: ApiRequest) -> Plan:
 def _add_listings(
     plan: Plan,
     texts: dict[str, str],
-    made: set[str],
     crd_file: str,
     sample_name: str,
-    lower: str,
+    helper: str,
     project_name: str,
 ) -> None:
     """The kind's CRD, sample and helper roles listed in their kustomization.yaml files (made
     when the project has none yet), and config/default deploying the CRDs."""
     crds = layout.CRD_KUSTOMIZATION
     plan.add(crds, edits.append_resource(texts[crds], crds, f"bases/{crd_file}", layout.CRD_MARKER))
-    if crds in made and not (plan.root / _CRD_KUSTOMIZECONFIG).exists():
-        plan.add(_CRD_KUSTOMIZECONFIG, template("project/config/crd/kustomizeconfig.yaml"))
     samples = layout.SAMPLES_KUSTOMIZATION
     plan.add(
         samples, edits.append_resource(texts[samples], samples, sample_name, layout.SAMPLES_MARKER)
@@ -308,7 +310,7 @@ def _add_listings(
     if comment not in text:
         text = (text if text.endswith("\n") else text + "\n") + comment
     for role in _HELPER_ROLES:
-        text = edits.append_resource(text, rbac, f"{lower}_{role}_role.yaml")
+        text = edits.append_resource(text, rbac, f"{helper}_{role}_role.yaml")
     plan.add(rbac, text)
     default = _uncomment_crd(plan.root)
     if default is not None:

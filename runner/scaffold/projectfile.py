@@ -18,7 +18,7 @@ import yaml
 from .layout import ANSIBLE_LAYOUT, OLD_LAYOUT, PROJECT_FILE
 from .names import ScaffoldError, check_domain
 
-__all__ = ["Project", "load_project", "with_resource"]
+__all__ = ["Project", "load_project", "multigroup", "split_group", "with_resource"]
 
 _HINT = (
     "run it in the root folder of an Ansible operator project (`operator-runner init "
@@ -73,7 +73,7 @@ def load_project(root: Path) -> Project:
     return Project(root=root, domain=domain, name=name)
 
 
-def _split_group(group: str, domain: str) -> tuple[str, str]:
+def split_group(group: str, domain: str) -> tuple[str, str]:
     """(group, domain) as kubebuilder records a resource: its group is ``<group>.<domain>``."""
     if group == domain:
         return "", domain
@@ -85,17 +85,20 @@ def _split_group(group: str, domain: str) -> tuple[str, str]:
 
 def with_resource(text: str, group: str, version: str, kind: str, namespaced: bool) -> str:
     """PROJECT's text with the kind among its ``resources``, as operator-sdk's create api
-    records it (nothing changes when it is there already). Comments at its top are kept."""
+    records it (nothing changes when it is there already), and ``multigroup: true`` once its
+    kinds are of several API groups (kubebuilder refuses another group without it). Comments
+    at its top are kept."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ScaffoldError(f"{PROJECT_FILE} is not valid YAML ({exc}); fix it first") from None
     if not isinstance(data, dict):
         raise ScaffoldError(f"{PROJECT_FILE} must be a mapping; fix it first")
-    short, domain = _split_group(group, str(data.get("domain") or ""))
+    short, domain = split_group(group, str(data.get("domain") or ""))
     resources = data.get("resources") or []
     if not isinstance(resources, list):
         raise ScaffoldError(f"{PROJECT_FILE}: 'resources' must be a list; fix it first")
+    groups = {(r.get("group", ""), r.get("domain", "")) for r in resources if isinstance(r, dict)}
     for resource in resources:
         if isinstance(resource, dict) and (
             resource.get("group", ""),
@@ -111,12 +114,22 @@ def with_resource(text: str, group: str, version: str, kind: str, namespaced: bo
     if short:
         entry["group"] = short
     entry.update(kind=kind, version=version)
-    ordered = {key: value for key, value in data.items() if key != "version"}
-    ordered["resources"] = [*resources, entry]
-    if "version" in data:
-        ordered["version"] = data["version"]
+    data["resources"] = [*resources, entry]
+    if groups - {(short, domain)}:
+        data["multigroup"] = True
+    order = ("domain", "layout", "multigroup", "plugins", "projectName", "repo", "resources")
+    ordered = {key: data[key] for key in order if key in data}
+    ordered.update((key, value) for key, value in data.items() if key not in ordered)
+    if "version" in ordered:
+        ordered["version"] = ordered.pop("version")
     lines = text.splitlines(keepends=True)
     top = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
     header = "".join(lines[:top])
     body = yaml.safe_dump(ordered, sort_keys=False, default_flow_style=False, width=100)
     return header + body
+
+
+def multigroup(text: str) -> bool:
+    """PROJECT's ``multigroup`` (kubebuilder then names a kind's files after its group too)."""
+    data = yaml.safe_load(text)
+    return isinstance(data, dict) and data.get("multigroup") is True

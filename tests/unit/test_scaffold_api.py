@@ -554,3 +554,21 @@ def test_generated_ansible_passes_syntax_check(project: Path, sample: Path) -> N
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_second_api_group_makes_the_project_multigroup(project: Path) -> None:
+    """As kubebuilder's `edit --multigroup`: operator-sdk's create api refuses a group beside
+    another without it, and names a kind's helper roles after its group too."""
+    create_api(project, ApiRequest(group="webapp", version="v1", kind="Guestbook"))
+    create_api(project, ApiRequest(group="webapp", version="v1", kind="Visitor"))
+    assert "multigroup" not in load(project, "PROJECT")
+    create_api(project, ApiRequest(group="cache", version="v1alpha1", kind="Memcached"))
+    project_file = load(project, "PROJECT")
+    assert project_file["multigroup"] is True
+    assert list(project_file)[:3] == ["domain", "layout", "multigroup"]
+    role = load(project, "config/rbac/cache_memcached_editor_role.yaml")
+    assert role["metadata"]["name"] == "cache-memcached-editor-role"
+    assert (
+        "cache_memcached_viewer_role.yaml"
+        in load(project, "config/rbac/kustomization.yaml")["resources"]
+    )

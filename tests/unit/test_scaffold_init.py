@@ -28,7 +28,6 @@ EXPECTED = {
     "Dockerfile",
     "Makefile",
     "config/crd/kustomization.yaml",
-    "config/crd/kustomizeconfig.yaml",
     "config/default/kustomization.yaml",
     "config/default/manager_metrics_patch.yaml",
     "config/default/manager_webhook_patch.yaml",
