@@ -221,7 +221,7 @@ class Proxy:
         if writes and marks_body and info is not None and served is not None:
             body = _marked_body(body, info, owner, served)
         headers = forward_headers(request.headers)
-        headers.update(self.upstream.auth_headers())
+        headers.update(await self.upstream.auth_headers())
         headers["Accept-Encoding"] = "identity"
         try:
             upstream = await self.upstream.session.request(
@@ -322,7 +322,7 @@ class Proxy:
             return obj, raw
         path = info.path(name)
         headers = {
-            **self.upstream.auth_headers(),
+            **(await self.upstream.auth_headers()),
             "Content-Type": JSON_PATCH,
             "Accept": "application/json",
         }
@@ -354,7 +354,7 @@ class Proxy:
         async with self.upstream.session.ws_connect(
             self.upstream.url(request.path_qs),
             protocols=protocols,
-            headers=self.upstream.auth_headers(),
+            headers=await self.upstream.auth_headers(),
             max_msg_size=0,
         ) as remote:
             local = web.WebSocketResponse(

@@ -11,7 +11,6 @@ HTTP stack: no second one, no thread per call), in tests a fake.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
@@ -298,10 +297,7 @@ class KubeClient:
             "Accept": "application/json",
             "User-Agent": USER_AGENT,
         }
-        if self.credentials.fallback is None:  # a token (file): read on the loop
-            authorization = self.credentials.authorization()
-        else:  # the kubernetes package's exec plugin or auth-provider may run a command
-            authorization = await asyncio.to_thread(self.credentials.authorization)
+        authorization = await self.credentials.authorization_header()
         if authorization:
             headers["Authorization"] = authorization
         url = self.host + request.url_path
@@ -370,8 +366,9 @@ class AsyncUpstream:
             )
         return self._session
 
-    def auth_headers(self) -> dict[str, str]:
-        authorization = self.credentials.authorization()
+    async def auth_headers(self) -> dict[str, str]:
+        """The Authorization header, as `KubeClient` gets it (never blocking the loop)."""
+        authorization = await self.credentials.authorization_header()
         return {"Authorization": authorization} if authorization else {}
 
     def url(self, path_qs: str) -> str:

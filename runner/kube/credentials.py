@@ -6,10 +6,12 @@ Where they come from is clientconfig.py's: in-cluster, or a kubeconfig (kubeconf
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import ssl
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,29 @@ class _TokenFile:
             return self._token or ""
 
 
+class _OffTheLoop:
+    """The kubernetes package's credential hook, run in a thread, one call at a time.
+
+    Its hook runs the exec plugin (or the auth-provider's refresh) when the token is about to
+    expire: a command that may take seconds. Run on the event loop, it would stall every watch,
+    the roles' proxy and the endpoints meanwhile. The requests that need the header while a call
+    is under way share that call (one plugin run, one thread of the loop's default executor,
+    which aiohttp also needs for its name lookups), and the lock keeps kopf's login (in a thread
+    of its own) from running the plugin beside it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._pending: tuple[asyncio.AbstractEventLoop, asyncio.Future[str | None]] | None = None
+
+    async def call(self, header: Callable[[], str | None]) -> str | None:
+        loop = asyncio.get_running_loop()
+        pending = self._pending
+        if pending is None or pending[0] is not loop or pending[1].done():
+            pending = (loop, loop.run_in_executor(None, header))
+            self._pending = pending
+        return await asyncio.shield(pending[1])
+
+
 @dataclass(frozen=True)
 class Credentials:
     """How to reach and authenticate to the API server."""
@@ -66,13 +91,28 @@ class Credentials:
     _token_file: _TokenFile = field(
         default_factory=_TokenFile, init=False, repr=False, compare=False
     )
+    _off_the_loop: _OffTheLoop = field(
+        default_factory=_OffTheLoop, init=False, repr=False, compare=False
+    )
+
+    async def authorization_header(self) -> str | None:
+        """The Authorization header's value for a request sent from the event loop: the one
+        path of every client of ours (`KubeClient`, the roles' proxy and the dependent watches'
+        `AsyncUpstream`). A token or token file is read on the loop (a stat, and a small file
+        when the kubelet rotated it); the kubernetes package's hook, which may run an exec
+        plugin, in a thread (`_OffTheLoop`)."""
+        if self.fallback is None:
+            return self.authorization()
+        return await self._off_the_loop.call(self.authorization)
 
     def authorization(self) -> str | None:
-        """The Authorization header's value, current (token files are re-read when changed)."""
+        """The Authorization header's value, current (token files are re-read when changed).
+        Blocking for exec plugins: on the event loop, use `authorization_header`."""
         if self.fallback is not None:
-            header = self.fallback.get_api_key_with_prefix(
-                "BearerToken"
-            ) or self.fallback.get_api_key_with_prefix("authorization")
+            with self._off_the_loop.lock:
+                header = self.fallback.get_api_key_with_prefix(
+                    "BearerToken"
+                ) or self.fallback.get_api_key_with_prefix("authorization")
             return str(header) if header else None
         if self.token:
             return f"Bearer {self.token}"

@@ -106,7 +106,7 @@ class ListWatch:
     async def _list(self) -> list[JSON]:
         upstream = self.upstream
         async with upstream.session.get(
-            upstream.url(self.path), headers=upstream.auth_headers()
+            upstream.url(self.path), headers=await upstream.auth_headers()
         ) as response:
             body = await response.read()
             if response.status != 200:
@@ -129,7 +129,7 @@ class ListWatch:
             total=None, sock_connect=10, sock_read=self.timeout_seconds + 30
         )
         async with upstream.session.get(
-            url, headers=upstream.auth_headers(), timeout=timeout
+            url, headers=await upstream.auth_headers(), timeout=timeout
         ) as response:
             if response.status != 200:
                 error = Gone if response.status == 410 else ApiError
