@@ -217,13 +217,20 @@ class Membership:
                     return
                 log.warning("shard Lease: %s (retrying)", err)
 
-    async def leave(self) -> None:
-        """Stop renewing and delete our Lease (after the runs ended): the others take over."""
+    async def stop(self) -> None:
+        """Stop renewing our Lease (it expires by itself)."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+    async def leave(self) -> None:
+        """Stop renewing and delete our Lease (after the runs ended): the others take over.
+        Nothing to delete when it was never written (a join refused)."""
+        await self.stop()
+        if self._renewed_at is None:
+            return
         try:
             await self.client.send_or_none(
                 kube.delete_lease(self.config.namespace, self.config.lease_name), timeout=5

@@ -12,15 +12,20 @@
    watch, live reload of the roles;
 5. watch: kopf's watches feed the controllers (runner/app/source) until a signal or a lost Lease
    (shutdown.py);
-6. stop: the runs in progress get the grace period, then the Leases, endpoints, watches, proxy,
-   executor and clients are closed in order.
+6. stop: each part is registered on one exit stack as it starts (`parts`), so every way out
+   (the end of the watch, a standby stopped, a `SystemExit` of a build step, an error) stops
+   what started, in reverse order: the runs in progress get the grace period, then the proxy,
+   the dependent watches, the shard and leader Leases, the webhooks, the endpoints, the
+   executor, the prober and the client.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+from contextlib import AsyncExitStack
 
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.executor import Executor
@@ -73,7 +78,10 @@ def make_executor(config: OperatorConfig, max_parallel_runs: int | None = None) 
 
 
 class Manager:
-    """One operator process: its pieces, built in order (`serve`), stopped in reverse."""
+    """One operator process: its pieces, built in order (`serve`), stopped in reverse.
+
+    Each step registers what it starts on the exit stack `parts` at once, before anything that
+    may fail after it: the stop order is the start order reversed, written nowhere else."""
 
     credentials: Credentials
     client: KubeClient
@@ -84,13 +92,11 @@ class Manager:
     shutdown: Shutdown
     leadership: Leadership
     shards: Shards | None
-    membership: Membership | None
     upstream: kube.AsyncUpstream
     dependents: DependentWatches
     routes: Routes
     proxy: Proxy
     controllers: list[Controller]
-    reloader: asyncio.Task[None] | None
 
     def __init__(self, config: OperatorConfig, watches: list[Watch]) -> None:
         self.config = config
@@ -98,27 +104,23 @@ class Manager:
 
     async def serve(self) -> int:
         """Run the operator until it is stopped; its exit code."""
-        if not await self._connect():
-            return 1
-        self.prober = Prober(self.client)
-        self.prober.start()
-        await self._start_serving()
-        if not await self.leadership.lead():  # stopped while standing by: nothing of ours ran
-            await self._close_standby()
-            return 0
-        await self._join_shards()
-        await self._start_dependents()
-        self._start_controllers()
-        try:
+        async with AsyncExitStack() as parts:
+            if not await self._connect(parts):
+                return 1
+            await self._start_serving(parts)
+            if not await self.leadership.lead():  # stopped while standing by: nothing of ours ran
+                return 0
+            await self._join_shards(parts)
+            await self._start_dependents(parts)
+            self._start_controllers(parts)
             await self._watch()
-        finally:
-            await self._stop()
         return self.shutdown.exit_code
 
     # -- 1. connect -------------------------------------------------------------------------
 
-    async def _connect(self) -> bool:
-        """The credentials and the client; False (logged) when they cannot be used."""
+    async def _connect(self, parts: AsyncExitStack) -> bool:
+        """The credentials, the client and the prober that watches the server through it; False
+        (logged) when they cannot be used."""
         try:
             self.credentials = clientconfig.load(self.config.kubeconfig)
         except CredentialsError as err:
@@ -134,19 +136,23 @@ class Manager:
             else "",
         )
         self.client = KubeClient(credentials)
+        parts.push_async_callback(self.client.close)
         refused = await certificate_refused(self.client)
         if refused is not None:
             log.error("%s", refused)
-            await self.client.close()
             return False
+        self.prober = Prober(self.client)
+        self.prober.start()
+        parts.push_async_callback(self.prober.stop)
         return True
 
     # -- 2. serve ---------------------------------------------------------------------------
 
-    async def _start_serving(self) -> None:
+    async def _start_serving(self, parts: AsyncExitStack) -> None:
         """The executor, the endpoints (a bad flag exits here), the shutdown and leadership."""
         config, prod = self.config, self.config.production
         self.executor = make_executor(config, max_parallel_runs=run_slots(memory_limit_bytes()))
+        parts.callback(self.executor.close)
         addresses = Addresses.parse(
             prod.metrics_bind_address,
             prod.health_probe_bind_address,
@@ -163,31 +169,28 @@ class Manager:
             )
         health = Health(stale_after=prod.lease_duration)
         self.serving = await Serving.start(addresses, prod.metrics_security, self.client, health)
+        parts.push_async_callback(self.serving.close)
         if self.serving.role_metrics_url:  # the bundled osdk_metric's default address
             self.executor.add_env({"OPERATOR_RUNNER_METRICS_URL": self.serving.role_metrics_url})
         self.webhooks = await start_webhooks(
             config, self.watches, self.credentials, self.client, self.executor, health
         )
+        if self.webhooks is not None:
+            parts.push_async_callback(self.webhooks.stop)
         self.shutdown = Shutdown(health, self.executor.cancel_all, config.graceful_shutdown_timeout)
+        parts.callback(self.shutdown.stopping)  # not ready any more
         elector = None
         if election is not None:
             elector = LeaderElector(self.client, election, on_standby=health.standby)
         self.leadership = Leadership(elector, self.shutdown, health, self.serving.set_leader)
+        parts.push_async_callback(self.leadership.close)  # stop renewing, release the Lease
         self.shutdown.take_signals()  # from now on: a standby too stops at SIGTERM
-
-    async def _close_standby(self) -> None:
-        await self.prober.stop()
-        self.shutdown.stopping()
-        await self.leadership.close()
-        await self._stop_webhooks()
-        await self.serving.close()
-        await self.client.close()
 
     # -- 3. lead: sharding ------------------------------------------------------------------
 
-    async def _join_shards(self) -> None:
+    async def _join_shards(self, parts: AsyncExitStack) -> None:
         """With --sharding: our Lease written, the live replicas known (leases/sharding.py)."""
-        self.shards, self.membership = None, None
+        self.shards = None
         prod = self.config.production
         if not prod.sharding:
             return
@@ -206,6 +209,7 @@ class Manager:
             shards.set_members,
             lambda reason: self.shutdown.lose(reason, margin),
         )
+        parts.push_async_callback(self._leave_shards, shards, membership)
         try:
             await membership.join()
         except (kube.ApiError, OSError) as err:
@@ -226,16 +230,27 @@ class Manager:
             sharding.group,
             sharding.namespace,
         )
-        self.shards, self.membership = shards, membership
+        self.shards = shards
+
+    async def _leave_shards(self, shards: Shards, membership: Membership) -> None:
+        """After the runs ended: no claims go on; on a clean exit our Lease is deleted (the
+        others take over at once), else it only stops being renewed."""
+        await shards.close()
+        if self.shutdown.exit_code == 0:
+            await membership.leave()
+        else:
+            await membership.stop()
 
     # -- 4. build ---------------------------------------------------------------------------
 
-    async def _start_dependents(self) -> None:
+    async def _start_dependents(self, parts: AsyncExitStack) -> None:
         """The dependent watches, and the roles' API proxy that starts them."""
         config = self.config
         self.upstream = kube.AsyncUpstream(self.credentials)
+        parts.push_async_callback(self.upstream.close)
         self.routes = Routes()
         self.dependents = DependentWatches(self.upstream, self.routes.trigger, config.namespaces)
+        parts.push_async_callback(self.dependents.stop)
         routes, dependents = self.routes, self.dependents
         self.proxy = Proxy(
             self.upstream,
@@ -243,6 +258,7 @@ class Manager:
             adopt=config.owner_ref_on_update,
             on_write=lambda info, owner, obj: routes.on_write(dependents, info, owner, obj),
         )
+        parts.push_async_callback(self.proxy.stop)  # its folder of kubeconfigs exists already
         try:
             await self.proxy.start(config.proxy_port)
         except OSError as err:
@@ -252,12 +268,13 @@ class Manager:
                 "(a free port)"
             ) from None
 
-    def _start_controllers(self) -> None:
+    def _start_controllers(self, parts: AsyncExitStack) -> None:
         """One reconciler and controller per watch, started; live reload with --watch-roles."""
         config = self.config
         artifacts = Artifacts(config.artifacts_dir)
         recorder = EventRecorder(self.client)
         self.controllers = []
+        parts.push_async_callback(self._stop_controllers)  # those tracked by then
         for watch in self.watches:
             options = watch_options(config, watch, os.environ)
             workers = watch_workers(config, watch, os.environ)
@@ -280,12 +297,19 @@ class Manager:
                 workers,
                 f"every {options.reconcile_period:g} s" if options.reconcile_period else "off",
             )
-        self.reloader = None
         if config.watch_roles:
             project = config.watches_file.resolve().parent
             reload = RoleReloader(self.controllers, lambda watch: source_files(watch, project))
-            self.reloader = asyncio.create_task(reload.run(), name="watch-roles")
+            reloader = asyncio.create_task(reload.run(), name="watch-roles")
+            parts.push_async_callback(_cancelled, reloader)
             log.info("--watch-roles: an edit of a role or playbook re-runs its CRs")
+
+    async def _stop_controllers(self) -> None:
+        """No new runs; those in progress get the rest of the grace period (begun at the signal),
+        or were cancelled at once when a Lease was lost."""
+        self.shutdown.stopping()
+        await self.shutdown.drained()
+        await self.shutdown.stopped()
 
     # -- 5. watch ---------------------------------------------------------------------------
 
@@ -311,32 +335,11 @@ class Manager:
             take_signals=self.shutdown.take_signals,
         )
 
-    # -- 6. stop ----------------------------------------------------------------------------
 
-    async def _stop(self) -> None:
-        if self.reloader is not None:
-            self.reloader.cancel()
-        self.shutdown.stopping()
-        await self.shutdown.drained()  # begun at the signal: the rest of the grace period
-        clean = self.shutdown.exit_code == 0
-        if self.membership is not None and self.shards is not None and clean:
-            await self.shards.close()
-            await self.membership.leave()  # no run of ours goes on: the others take over
-        # after the runs ended: release the Lease, stop the endpoints
-        await self.shutdown.stopped()
-        await self.leadership.close()
-        await self._stop_webhooks()
-        await self.serving.close()
-        await self.prober.stop()
-        await self.dependents.stop()
-        await self.proxy.stop()
-        await self.upstream.close()
-        self.executor.close()
-        await self.client.close()
-
-    async def _stop_webhooks(self) -> None:
-        if self.webhooks is not None:
-            await self.webhooks.stop()
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def run_operator(config: OperatorConfig) -> int:
