@@ -142,11 +142,8 @@ class Proxy:
         app.router.add_route("*", "/{tail:.*}", self.handle)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, port)
-        await site.start()
-        server = site._server
-        assert server is not None and server.sockets  # type: ignore[attr-defined]
-        bound = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        await web.TCPSite(self._runner, self.host, port).start()
+        bound = self._runner.addresses[0][1]  # (host, port): the port given, or the one chosen
         self.url = f"http://{self.host}:{bound}"
         log.info(
             "API proxy for %s listening on %s",
