@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from fake_api import FakeApi
 from kopf._cogs.structs.references import Resource, Selector
+from kopf._core.reactor import observation as kopf_observation
 
 from runner.app.source import crddiscovery
-from runner.app.source.kopf_import import kopf, kopf_observation
+from runner.app.source.kopf_import import kopf
 
 GROUP = "late.example.dev"
 THING = Resource(GROUP, "v1", "things", kind="Thing", namespaced=True, preferred=True)

@@ -60,6 +60,7 @@ from runner.kube.credentials import Credentials, CredentialsError
 from runner.kube.probe import Prober
 from runner.reconcile.reconciler import Reconciler
 from runner.reconcile.recorder import EventRecorder
+from runner.util import fence
 from runner.watches import Watch
 from runner.watches.sources import source_files
 
@@ -349,6 +350,8 @@ def run_operator(config: OperatorConfig) -> int:
     if watches is None:
         return 1
     outage.install()  # connection errors: one line per outage, no tracebacks
+    for warning in fence.verify_all():  # other packages' internals we patch (kopf_import.py)
+        log.warning("%s", warning)
     try:
         return asyncio.run(Manager(config, watches).serve())
     except KeyboardInterrupt:

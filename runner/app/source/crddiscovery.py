@@ -10,7 +10,9 @@ their CRD or a restart (it failed a CI run this way).
 
 So after kopf has processed the event of an established CRD that one of our watches selects, and
 its scan did not find the resource, the scan is repeated with a short backoff until discovery
-lists it; after `RETRY_DELAYS`, one warning says what is missing.
+lists it; after `RETRY_DELAYS`, one warning says what is missing. The swap, and what it reads
+of kopf's registry and insights, are patches of kopf's internals: they go through kopf's fence
+(kopf_import.py), which leaves kopf's own processor on a kopf release it is not verified on.
 
 Listing and watching CRDs is an optional permission: operator-sdk needs none (its RESTMapper
 reads discovery), and the RBAC of its scaffold and CSVs grants none. Refused, kopf retried the
@@ -18,7 +20,8 @@ list through its whole error backoff, one error line per attempt, then gave up w
 never noticed a CRD installed later. So one SelfSubjectAccessReview per verb asks first; without
 the permission kopf scans discovery at start only (its `scanning.disabled`, no CRD list), the
 operator says so once at info level, and while a watched kind is not served, discovery is scanned
-for its group every `POLL_EVERY` s instead (kopf's own scan of a CRD event, for that group).
+for its group every `POLL_EVERY` s instead (kopf's own scan of a CRD event, for that group):
+the swap of kopf's resource observer is a patch of the fence too.
 """
 
 from __future__ import annotations
@@ -30,7 +33,14 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
-from runner.app.source.kopf_import import kopf_observation
+from runner.app.source.kopf_import import (
+    discovered_resources,
+    patch_crd_processor,
+    patch_resource_observer,
+    process_crd_event,
+    resources_ready,
+    watched_selectors,
+)
 from runner.kube import objects
 from runner.kube.client import ApiError, KubeClient
 
@@ -38,6 +48,7 @@ log = logging.getLogger("runner.manager")
 
 RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 POLL_EVERY = 5.0
+_said = False  # the info line of serve_crds_without_watching_them, once a process
 
 Processor = Callable[..., Awaitable[None]]
 
@@ -70,11 +81,6 @@ def missing(selectors: Iterable[Any], resources: Iterable[Any]) -> list[Any]:
     return [s for s in selectors if not any(s.check(r) for r in found)]
 
 
-def _watched_selectors(registry: Any) -> Iterable[Any]:
-    selectors: Iterable[Any] = registry._watching.get_all_selectors()  # as revise_resources
-    return selectors
-
-
 def retrying(process: Processor, delays: tuple[float, ...] = RETRY_DELAYS) -> Processor:
     """kopf's CRD event processor, repeated while discovery lags behind an established CRD."""
 
@@ -84,10 +90,10 @@ def retrying(process: Processor, delays: tuple[float, ...] = RETRY_DELAYS) -> Pr
         crd = raw_event.get("object") or {}
         if raw_event.get("type") in (None, "DELETED") or not established(crd):
             return
-        wanted = selected(crd, _watched_selectors(kwargs["registry"]))
+        wanted = selected(crd, watched_selectors(kwargs["registry"]))
         insights = kwargs["insights"]
         for delay in delays:
-            if not missing(wanted, insights.watched_resources):
+            if not missing(wanted, discovered_resources(insights)):
                 return
             log.debug(
                 "CRD %s is established but not yet in discovery; scanning again in %.2f s",
@@ -96,7 +102,7 @@ def retrying(process: Processor, delays: tuple[float, ...] = RETRY_DELAYS) -> Pr
             )
             await asyncio.sleep(delay)
             await process(raw_event=raw_event, **kwargs)
-        if lost := missing(wanted, insights.watched_resources):
+        if lost := missing(wanted, discovered_resources(insights)):
             log.warning(
                 "CRD %s is established, but the API server's discovery still does not list %s "
                 "after %.0f s; its CRs are served from the next change of the CRD or a restart",
@@ -110,10 +116,7 @@ def retrying(process: Processor, delays: tuple[float, ...] = RETRY_DELAYS) -> Pr
 
 def serve_crds_despite_discovery_lag() -> None:
     """Before kopf starts: its CRD event processor retries while discovery lags (idempotent)."""
-    observation = kopf_observation  # the module whose resource observer kopf's reactor calls
-    current = observation.process_discovered_resource_event
-    if not getattr(current, "__wrapped__", None):
-        observation.process_discovered_resource_event = retrying(current)  # type: ignore[assignment]
+    patch_crd_processor(retrying)
 
 
 async def may_watch_crds(client: KubeClient) -> bool:
@@ -137,11 +140,11 @@ async def poll_discovery(
     scanned again (kopf's processor of a CRD event, for that group)."""
     while True:
         await asyncio.sleep(every)
-        lost = missing(_watched_selectors(registry), insights.watched_resources)
+        lost = missing(watched_selectors(registry), discovered_resources(insights))
         for group in sorted({s.group for s in lost if s.group}):
             event: Any = {"type": "MODIFIED", "object": {"spec": {"group": group}}}
             try:
-                await kopf_observation.process_discovered_resource_event(
+                await process_crd_event(
                     raw_event=event, settings=settings, registry=registry, insights=insights
                 )
             except Exception as err:  # an API error after kopf's retries: the next poll
@@ -150,7 +153,9 @@ async def poll_discovery(
                 )
                 continue
             for selector in lost:
-                if selector.group == group and not missing([selector], insights.watched_resources):
+                if selector.group == group and not missing(
+                    [selector], discovered_resources(insights)
+                ):
                     log.info("%s %s is served now (found through discovery)", selector.kind, group)
 
 
@@ -168,7 +173,7 @@ def _without_crd_watch(observer: Observer) -> Observer:
         initial = asyncio.create_task(
             observer(settings=quiet, registry=registry, insights=insights), name="kopf resources"
         )
-        ready = asyncio.create_task(insights.ready_resources.wait())
+        ready = asyncio.create_task(resources_ready(insights))
         try:
             await asyncio.wait({initial, ready}, return_when=asyncio.FIRST_COMPLETED)
             if initial.done():
@@ -190,10 +195,10 @@ async def serve_crds_without_watching_them(client: KubeClient) -> None:
     and one info line (module doc)."""
     if await may_watch_crds(client):
         return
-    observation = kopf_observation  # the module whose resource observer kopf's reactor calls
-    if getattr(observation.resource_observer, "__wrapped__", None):
-        return  # installed (and said) already
-    observation.resource_observer = _without_crd_watch(observation.resource_observer)
+    global _said
+    if not patch_resource_observer(_without_crd_watch) or _said:
+        return  # kopf's own observer goes on (the fence's warning says so), or said already
+    _said = True
     log.info(
         "CustomResourceDefinitions: this operator may not list and watch them (RBAC), an "
         "optional permission: the kinds served at start are watched, and a watched kind whose "

@@ -9,7 +9,8 @@ operator-sdk never lists namespaces.
 When every namespace is an exact name and one probe shows that the list is refused, the
 namespace observer gets no backoff: it falls back at once, to exactly what it would have fallen
 back to a minute later. Patterns, negations, and operators that may list namespaces keep kopf's
-behaviour unchanged.
+behaviour unchanged. The swap is a patch of kopf's internals: it goes through kopf's fence
+(kopf_import.py), which leaves kopf's own observer on a kopf release it is not verified on.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from runner.app.source.kopf_import import kopf, kopf_observation
+from runner.app.source.kopf_import import kopf, patch_namespace_observer
 from runner.kube.client import ApiError, KubeClient, list_namespaces
 
 log = logging.getLogger("runner.manager")
@@ -61,11 +62,8 @@ async def skip_refused_namespace_scan(client: KubeClient, namespaces: Sequence[s
     """Before kopf starts: no ~54 s stall when the namespaces are names we cannot list."""
     if not exact_names(namespaces) or await may_list_namespaces(client):
         return
-    observation = kopf_observation  # the module whose observer kopf's reactor calls
-    if not getattr(observation.namespace_observer, "__wrapped__", None):
-        observation.namespace_observer = _without_backoff(  # type: ignore[assignment]
-            observation.namespace_observer
-        )
+    if not patch_namespace_observer(_without_backoff):
+        return  # kopf's own backoff: the start-up warning said so
     log.info(
         "namespaces %s: listing Namespaces is not allowed (RBAC), so they are watched as named",
         ", ".join(namespaces),

@@ -11,11 +11,10 @@ between.
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from runner.app.source.kopf_import import kopf
+from runner.app.source.kopf_import import kopf, kopf_tasks_to_ignore
 from runner.app.source.login import connection_info
 from runner.control.controller import Controller
 from runner.kube.credentials import Credentials
@@ -93,29 +92,6 @@ def settings(graceful_shutdown_timeout: float) -> kopf.OperatorSettings:
     return settings
 
 
-class NotKopfsTasks(Collection["asyncio.Task[Any]"]):
-    """The tasks kopf's shutdown is to leave alone: every task not running kopf's code.
-
-    At its end, kopf waits 5 s for, then cancels, every task created since it started
-    (`run_tasks(ignored=...)` names those to skip): the API proxy's request handlers of runs
-    still going in their grace period, the metrics and health endpoints' connections, the
-    shutdown's own drain. Those are ours to stop, in order."""
-
-    def __contains__(self, task: object) -> bool:
-        coro = task.get_coro() if isinstance(task, asyncio.Task) else None
-        code = getattr(coro, "cr_code", None)
-        return code is None or not code.co_filename.startswith(_KOPF_DIR)
-
-    def __iter__(self) -> Iterator[asyncio.Task[Any]]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-
-_KOPF_DIR = os.path.dirname(kopf.__file__) + os.sep
-
-
 async def run(
     handlers: kopf.OperatorRegistry,
     *,
@@ -138,4 +114,4 @@ async def run(
         stop_flag=stop_flag,
     )
     take_signals()
-    await kopf.run_tasks(operator_tasks, ignored=NotKopfsTasks())
+    await kopf.run_tasks(operator_tasks, ignored=kopf_tasks_to_ignore())
