@@ -157,6 +157,21 @@ def test_the_cli_works_under_the_name_ansible_operator(tmp_path: Path) -> None:
     assert "--metrics-require-rbac" in run("run", "--help", exe=exe).stdout
 
 
+def test_metrics_require_rbac_without_metrics_secure_is_refused_as_operator_sdk_does() -> None:
+    """ansible-operator's `run` refuses it before it starts (a command-line error)."""
+    message = "--metrics-secure flag is required when --metrics-require-rbac is present"
+    with pytest.raises(sdkflags.FlagConflict, match=message):
+        resolved("--metrics-require-rbac")
+    with pytest.raises(sdkflags.FlagConflict, match=message):
+        resolved("--metrics-require-rbac", "--metrics-secure=false")
+    assert resolved("--metrics-require-rbac", "--metrics-secure").metrics_require_rbac
+    assert not resolved("--metrics-secure").metrics_require_rbac
+    proc = run("run", "--metrics-require-rbac")
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    assert line == f"operator-runner: error: {message} (see operator-runner --help)"
+
+
 def resolved(*flags: str, environ: dict[str, str] | None = None) -> argparse.Namespace:
     words = ["run", *flags]
     args = build_parser().parse_args(words)

@@ -145,7 +145,8 @@ def add_metrics_security_flags(run: argparse.ArgumentParser) -> None:
 
 
 class FlagConflict(ValueError):
-    """Two spellings of one flag given together (as operator-sdk, an error)."""
+    """Flags that do not go together: two spellings of one flag, or `--metrics-require-rbac`
+    without `--metrics-secure` (as operator-sdk, an error)."""
 
 
 def resolve(args: argparse.Namespace, given: set[str], environ: MutableMapping[str, str]) -> None:
@@ -156,6 +157,12 @@ def resolve(args: argparse.Namespace, given: set[str], environ: MutableMapping[s
         raise FlagConflict("only one of --metrics-addr and --metrics-bind-address may be set")
     if "--enable-leader-election" in given and "--leader-elect" in given:
         raise FlagConflict("only one of --leader-elect and --enable-leader-election may be set")
+    if args.metrics_require_rbac and not args.metrics_secure:
+        # operator-sdk's `run` refuses it before it starts (its command's argument check):
+        # bearer tokens would reach /metrics in clear text
+        raise FlagConflict(
+            "--metrics-secure flag is required when --metrics-require-rbac is present"
+        )
     if args.metrics_addr is not None:
         args.metrics_bind_address = args.metrics_addr
     if args.enable_leader_election is not None:

@@ -7,7 +7,6 @@ Plain HTTP by default; `--metrics-secure` serves it over TLS (metricstls.py);
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from runner.app.serving.bind import BindAddress, Endpoint
@@ -15,8 +14,6 @@ from runner.app.serving.metrics import PrometheusMetrics
 from runner.app.serving.metricsauth import MetricsAuth
 from runner.app.serving.metricstls import MetricsTLS, cert_files
 from runner.kube.client import KubeClient
-
-log = logging.getLogger("runner.metrics")
 
 
 @dataclass(frozen=True)
@@ -46,11 +43,6 @@ def metrics_endpoint(
     if tls is not None:
         app.on_startup.append(lambda _: _start(tls))
         app.on_cleanup.append(lambda _: tls.stop())
-    if security.require_rbac and tls is None:
-        log.warning(
-            "--metrics-require-rbac without --metrics-secure: bearer tokens travel in clear "
-            "text to /metrics"
-        )
     return Endpoint(
         "metrics",
         app,
