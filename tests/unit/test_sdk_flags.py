@@ -4,6 +4,7 @@ is accepted with its values; unknown flags stop start-up with one line."""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import os
 import subprocess
@@ -150,11 +151,24 @@ def test_flags_are_not_abbreviated() -> None:
 def test_the_cli_works_under_the_name_ansible_operator(tmp_path: Path) -> None:
     exe = tmp_path / "ansible-operator"
     exe.symlink_to(EXE)
-    assert run("version", exe=exe).stdout.strip() == f"ansible-operator {__version__}"
+    version = run("version", exe=exe).stdout.strip()
+    # operator-sdk's shape: `ansible-operator version: "v1.38.0", commit: "...", ...`
+    assert version.startswith(f'ansible-operator version: "v{__version__}", commit: "unknown", ')
+    assert 'GOOS: "linux"' in version and "ansible-core version: " in version
+    assert run("version").stdout.strip() == f"operator-runner {__version__}"
     proc = run("run", "--nope", exe=exe)
     assert proc.returncode == 2 and proc.stderr.startswith("ansible-operator")
     assert "unrecognized arguments: --nope" in proc.stderr
     assert "--metrics-require-rbac" in run("run", "--help", exe=exe).stdout
+
+
+def test_pip_installs_ansible_operator_as_the_same_program() -> None:
+    """`pip install operator-runner` puts `ansible-operator` on PATH beside `operator-runner`,
+    where an operator-sdk project's Makefile looks for it."""
+    scripts = {e.name: e.value for e in importlib.metadata.entry_points(group="console_scripts")}
+    assert scripts["ansible-operator"] == scripts["operator-runner"] == "runner.app.cli:main"
+    exe = EXE.parent / "ansible-operator"
+    assert run("version", exe=exe).stdout.startswith('ansible-operator version: "v')
 
 
 def test_metrics_require_rbac_without_metrics_secure_is_refused_as_operator_sdk_does() -> None:

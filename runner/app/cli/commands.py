@@ -5,8 +5,10 @@ sdkflags.py)."""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import os
+import platform
 import sys
 from collections.abc import Sequence
 from typing import cast
@@ -54,6 +56,35 @@ def build_parser(prog: str = "operator-runner") -> argparse.ArgumentParser:
     return parser
 
 
+def version_line(prog: str) -> str:
+    """`version`: as operator-sdk's `ansible-operator version` prints it when called by that
+    name (its first field is what scripts read), else `operator-runner <version>`."""
+    if prog != "ansible-operator":
+        return f"{prog} {__version__}"
+    fields = {
+        "ansible-operator version": f"v{__version__}",
+        "commit": "unknown",
+        "kubernetes version": "unknown",
+        "python version": platform.python_version(),
+        "ansible-core version": _distribution_version("ansible-core"),
+        "GOOS": sys.platform,
+        "GOARCH": _goarch(platform.machine()),
+    }
+    return ", ".join(f'{name}: "{value}"' for name, value in fields.items())
+
+
+def _distribution_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _goarch(machine: str) -> str:
+    """Go's name of the machine (amd64, arm64), as operator-sdk's prints GOARCH."""
+    return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine.lower(), machine.lower())
+
+
 def watch_namespaces(environ: dict[str, str] | os._Environ[str]) -> list[str]:
     """WATCH_NAMESPACE: comma-separated namespaces; empty or unset = every namespace."""
     raw = environ.get("WATCH_NAMESPACE", "")
@@ -66,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(prog)
     args = parser.parse_args(words)
     if args.command == "version":
-        print(f"{prog} {__version__}")
+        print(version_line(prog))
         return 0
     if args.command in scaffold_cli.COMMANDS:
         return scaffold_cli.run(args)
