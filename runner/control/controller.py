@@ -30,10 +30,17 @@ from runner.control.triggers import Seen, fingerprint, should_reconcile
 from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile.interface import Outcome, Reconciles
 from runner.util.logs import cr_fields
+from runner.util.timestamps import parse_time
 
 log = logging.getLogger("runner.controller")
 
 RESYNC_JITTER = 0.1  # a resync falls due after the period less up to 10 % of it
+
+
+def creation_seconds(meta: Mapping[str, Any]) -> float | None:
+    """A CR's creationTimestamp in whole seconds since the epoch (as Go's Time.Unix)."""
+    created = parse_time(meta.get("creationTimestamp"))
+    return float(int(created.timestamp())) if created is not None else None
 
 
 def background_limit(workers: int) -> int:
@@ -75,8 +82,13 @@ class Controller:
         """A watch event of a primary CR: enqueue it when it calls for a reconcile."""
         self.resource = ref.resource
         meta = body.get("metadata") or {}
-        if event_type != "DELETED" and not matches(self.watch.selector, meta.get("labels")):
+        gvk = self.watch.gvk
+        if event_type == "DELETED":
+            self.metrics.observe_resource(gvk.kind, gvk.group, gvk.version, ref, None)
+        elif not matches(self.watch.selector, meta.get("labels")):
             return
+        elif (created := creation_seconds(meta)) is not None:
+            self.metrics.observe_resource(gvk.kind, gvk.group, gvk.version, ref, created)
         if self.shards is not None:
             held = self.shards.may_run(ref)
             self.shards.observe(self, ref, event_type, body)

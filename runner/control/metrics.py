@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from runner.kube.resources import ObjectRef
+
 Result = Literal["success", "failure", "error"]
 #: What the worker does with the key after a reconcile that did not fail (controller-runtime's
 #: results): "" nothing, "requeue" at once, "requeue_after" later (resync, requeue_after).
@@ -37,6 +39,12 @@ class Metrics(Protocol):
     def observe_retry(self, kind: str, group: str) -> None:
         """A key was put back on the queue after a failure (with backoff)."""
 
+    def observe_resource(
+        self, kind: str, group: str, version: str, ref: ObjectRef, created: float | None
+    ) -> None:
+        """A watch event of a CR: `created` is its creationTimestamp (s since the epoch), None
+        when it is gone (operator-sdk's resource_created_at_seconds)."""
+
 
 class NullMetrics:
     def observe_reconcile(
@@ -59,6 +67,11 @@ class NullMetrics:
         return None
 
     def observe_retry(self, kind: str, group: str) -> None:
+        return None
+
+    def observe_resource(
+        self, kind: str, group: str, version: str, ref: ObjectRef, created: float | None
+    ) -> None:
         return None
 
 

@@ -20,7 +20,7 @@ from runner.control.queue import WorkQueue
 from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile.interface import Outcome
 from runner.reconcile.reconciler import Reconciler
-from runner.watches import GVK
+from runner.watches import GVK, Watch
 
 
 def scrape(metrics: PrometheusMetrics) -> str:
@@ -163,6 +163,48 @@ def test_the_controller_reports_how_long_keys_waited() -> None:
     assert len(waits) == 1 and 0 <= waits[0] < 1
 
 
+CREATED = "resource_created_at_seconds"
+
+
+def created_series(name: str, namespace: str = "ns", kind: str = "Thing") -> str:
+    """operator-lib's labels, in prometheus-client's (sorted) order."""
+    return (
+        f'{CREATED}{{group="example.com",kind="{kind}",name="{name}",namespace="{namespace}",'
+        f'version="v1"}}'
+    )
+
+
+def test_resource_created_at_is_set_from_the_watch_events_and_removed_at_deletion() -> None:
+    """As operator-lib's InstrumentedEnqueueRequestForObject in ansible-operator's CR watches:
+    each selected CR's creationTimestamp (whole seconds) from its events, gone when deleted."""
+    metrics = PrometheusMetrics(process_metrics=False)
+    watch = Watch(
+        GVK("example.com", "v1", "Thing"), role="/r", selector={"matchLabels": {"a": "1"}}
+    )
+    controller = Controller(cast(Reconciler, FakeReconciler([], watch=watch)), 1, metrics=metrics)
+    resource = Resource("example.com", "v1", "things", "Thing", True)
+    one, two = ObjectRef(resource, "ns", "one"), ObjectRef(resource, "ns", "two")
+
+    def body(name: str, labels: dict[str, str]) -> dict[str, Any]:
+        meta = {"name": name, "namespace": "ns", "labels": labels, "generation": 1}
+        return {"metadata": {**meta, "creationTimestamp": "2026-12-03T10:20:30.75Z"}}
+
+    async def go() -> None:
+        controller.on_event(one, None, body("one", {"a": "1"}))  # kopf's listing
+        controller.on_event(two, "ADDED", body("two", {"a": "2"}))  # not selected
+        text = scrape(metrics)
+        assert value(text, created_series("one")) == 1796293230.0  # as Go's Time.Unix()
+        assert created_series("two") not in text
+        controller.on_event(one, "MODIFIED", body("one", {"a": "1"}))
+        assert value(scrape(metrics), created_series("one")) == 1796293230.0
+        controller.on_event(one, "DELETED", body("one", {"a": "1"}))
+        controller.on_event(two, "DELETED", body("two", {"a": "2"}))  # never set: no error
+        assert CREATED + "{" not in scrape(metrics)
+        assert f"# TYPE {CREATED} gauge" in scrape(metrics)
+
+    asyncio.run(go())
+
+
 def test_leader_gauge() -> None:
     m = PrometheusMetrics(process_metrics=False)
     m.set_leader("my-operator", True)
@@ -220,6 +262,11 @@ class Observed:
 
     def observe_retry(self, kind: str, group: str) -> None:
         self.retries += 1
+
+    def observe_resource(
+        self, kind: str, group: str, version: str, ref: ObjectRef, created: float | None
+    ) -> None:
+        pass
 
 
 @dataclass

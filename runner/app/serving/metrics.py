@@ -10,7 +10,11 @@ operator-sdk's names first (dashboards and alerts built for it work unchanged):
   stops its timer once the run is set up, a known fault; here it measures the whole reconcile).
   `GVK` is written as Go's `schema.GroupVersionKind.String()` does: `group/version, Kind=Kind`;
 - `leader_election_master_status{name}`: 1 while this process holds the Lease, 0 otherwise;
-  only with `--leader-elect` (controller-runtime's name).
+  only with `--leader-elect` (controller-runtime's name);
+- `resource_created_at_seconds{name,namespace,group,version,kind}`: each watched CR's
+  creationTimestamp (whole seconds), set from its watch events, removed when it is deleted
+  (operator-lib's InstrumentedEnqueueRequestForObject, the handler of ansible-operator's CR
+  watches).
 
 Ours, only where they tell what those do not (labels `kind` and `group` are the watch's):
 
@@ -31,6 +35,7 @@ Plus the process metrics of prometheus-client (`process_*`, `python_*`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import platform
 from collections.abc import Callable, Iterable
@@ -54,6 +59,7 @@ from prometheus_client.registry import Collector
 from runner import __version__
 from runner.app.serving.crmetrics import ControllerRuntimeMetrics, controller_name
 from runner.control.metrics import Requeue, Result, WorkerStats
+from runner.kube.resources import ObjectRef
 
 # A reconcile runs ansible-playbook: from a fraction of a second to many minutes.
 DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
@@ -172,6 +178,13 @@ class PrometheusMetrics:
             ["GVK"],
             registry=self.registry,
         )
+        # operator-lib's (handler/internal/metrics), set by ansible-operator's CR watches
+        self.created_at = Gauge(
+            "resource_created_at_seconds",
+            "Timestamp at which a resource was created",
+            ["name", "namespace", "group", "version", "kind"],
+            registry=self.registry,
+        )
         self.controller_runtime = ControllerRuntimeMetrics(self.registry)
         self._names: dict[tuple[str, str], str] = {}  # (kind, group) -> controller name
         self._controllers = _ControllerCollector()
@@ -221,6 +234,16 @@ class PrometheusMetrics:
 
     def observe_retry(self, kind: str, group: str) -> None:
         self.controller_runtime.observe_retry(self._name(kind, group))
+
+    def observe_resource(
+        self, kind: str, group: str, version: str, ref: ObjectRef, created: float | None
+    ) -> None:
+        labels = (ref.name, ref.namespace or "", group, version, kind)
+        if created is not None:
+            self.created_at.labels(*labels).set(created)
+        else:
+            with contextlib.suppress(KeyError):  # never seen (not selected), or seen gone
+                self.created_at.remove(*labels)
 
     def observe_request(self, method: str, host: str, code: str) -> None:
         """An API request of the operator's (rest_client_requests_total)."""
