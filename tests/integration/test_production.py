@@ -225,10 +225,25 @@ def test_metrics_and_probes(env: Env) -> None:
         assert (metric(text, "ansible_operator_reconciles_count", GVK=gvk) or 0) >= 2
         assert "process_cpu_seconds_total" in text
         assert metric(text, "leader_election_master_status") is None  # no leader election
+        # operator-lib's resource_created_at_seconds, as ansible-operator's CR watches keep it
+        ok = env.get("Basic", "ok")
+        assert ok is not None
+        created = datetime.fromisoformat(ok["metadata"]["creationTimestamp"]).timestamp()
+        series = {"namespace": env.ns, "group": GROUP, "version": "v1", "kind": "Basic"}
+        assert metric(text, "resource_created_at_seconds", name="ok", **series) == created
+        assert metric(text, "resource_created_at_seconds", name="bad", **series) is not None
         for kind, name in (("Basic", "bad"), ("Broken", "broken")):  # no retries in later tests
             env.custom.delete_namespaced_custom_object(
                 GROUP, "v1", env.ns, kind.lower() + "s", name
             )
+        wait_for(
+            lambda: (
+                metric(ends.metrics(), "resource_created_at_seconds", name="bad", **series) is None
+            ),
+            timeout=60,
+            what="the deleted CR's resource_created_at_seconds gone",
+        )
+        assert metric(ends.metrics(), "resource_created_at_seconds", name="ok", **series)
 
 
 def test_bad_bind_address_is_one_clear_error(env: Env) -> None:
