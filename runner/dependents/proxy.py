@@ -253,7 +253,7 @@ class Proxy:
 
     async def _discovery(self, path: str) -> dict[str, Any] | None:
         """A discovery document for `apiresources`: {} when not served, None when not read."""
-        headers = {**self.upstream.auth_headers(), "Accept": "application/json"}
+        headers = {**await self.upstream.auth_headers(), "Accept": "application/json"}
         try:
             async with self.upstream.session.get(
                 self.upstream.url(path), headers=headers, timeout=aiohttp.ClientTimeout(total=10)
