@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from runner.ansible.warm.server.codecache import collection_roots
+from runner.ansible.warm.patches.codecache import collection_roots
 
 PROBE = """
 import importlib, json, os, sys
 from runner.ansible.warm.patches import collectionutils
-from runner.ansible.warm.server.codecache import collection_roots
+from runner.ansible.warm.patches.codecache import collection_roots
 
 kept = collectionutils.preload(collection_roots(os.environ, sys.path))
 assert not [n for n in sys.modules if n.startswith("ansible_collections")], "left in sys.modules"

@@ -9,7 +9,7 @@ def test_a_module_named_runs_when_first_used_and_others_as_usual() -> None:
     out = fresh_python.run("""
         import sys
         import json
-        from runner.ansible.warm.server.deferred import deferring
+        from runner.ansible.warm.patches.deferred import deferring
         finders = list(sys.meta_path)
         with deferring(["tomllib", "json"]):
             import tomllib          # deferred: made, not run

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.ansible.warm.patches import configrefresh
-from runner.ansible.warm.server import codecache
+from runner.ansible.warm.patches import codecache, configrefresh
 
 DEFINITIONS: dict[str, dict[str, object]] = {
     "DEFAULT_FORKS": {"type": "integer", "env": [{"name": "ANSIBLE_FORKS"}]},

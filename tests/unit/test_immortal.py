@@ -7,7 +7,7 @@ import sys
 import fresh_python
 import pytest
 
-from runner.ansible.warm.server import immortal
+from runner.ansible.warm.patches import immortal
 
 needs_immortal = pytest.mark.skipif(
     not immortal.supported(), reason="immortal objects: CPython 3.12 and 3.13, 64-bit, GIL"
@@ -18,7 +18,7 @@ needs_immortal = pytest.mark.skipif(
 def test_everything_reached_is_immortal_and_still_works() -> None:
     out = fresh_python.run("""
         import sys
-        from runner.ansible.warm.server import immortal
+        from runner.ansible.warm.patches import immortal
         def greet(name, greeting="hello"):
             return f"{greeting} {name}" + "!" * 2
         table = {"names": ["a" + str(i) for i in range(100)], "greet": greet, (1, 2.5): {3}}
@@ -47,7 +47,7 @@ def test_a_forked_child_uses_them_without_copying_their_pages() -> None:
     fewer pages than the same walk over a list it has not been told about."""
     out = fresh_python.run("""
         import os, resource
-        from runner.ansible.warm.server import immortal
+        from runner.ansible.warm.patches import immortal
 
         def faults_of_a_child_that_reads(items):
             r, w = os.pipe()

@@ -6,7 +6,7 @@ import textwrap
 
 import fresh_python
 
-from runner.ansible.warm.server.lazykube import parse_init
+from runner.ansible.warm.patches.lazykube import parse_init
 
 
 def test_parse_init_reads_the_generated_statements() -> None:
@@ -41,7 +41,7 @@ def test_parse_init_refuses_any_other_statement() -> None:
 def test_install_gives_every_name_and_imports_only_what_is_used() -> None:
     probe = textwrap.dedent("""
         import sys
-        from runner.ansible.warm.server import lazykube
+        from runner.ansible.warm.patches import lazykube
         assert lazykube.install()
         import kubernetes, kubernetes.client
         from kubernetes.client import Configuration, ApiClient, ApiException
@@ -73,7 +73,7 @@ def test_install_gives_every_name_and_imports_only_what_is_used() -> None:
 def test_deferred_modules_run_when_an_attribute_is_first_asked_for() -> None:
     probe = textwrap.dedent("""
         import sys
-        from runner.ansible.warm.server import lazykube
+        from runner.ansible.warm.patches import lazykube
         assert lazykube.install()
         import kubernetes
         import kubernetes.config.kube_config as kube_config

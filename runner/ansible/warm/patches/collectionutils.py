@@ -40,6 +40,7 @@ from types import ModuleType
 from typing import Any
 
 from runner.ansible.warm.patches import guard
+from runner.ansible.warm.patches.codecache import collection_roots
 
 NAME = "kept-module-utils"
 #: Per collection, the modules whose module_utils the server imports (what operators' roles
@@ -254,3 +255,9 @@ def check() -> None:
     for collection in {kept.collection for kept in _KEPT.values()}:
         if collection not in _ENV_READ:
             raise AssertionError(f"{collection}: what its files read on import is not known")
+
+
+def keep_module_utils() -> bool:
+    """The `kept-module-utils` patch: kubernetes.core's module_utils imported once (False when
+    no collection of `COLLECTIONS` is installed)."""
+    return preload(collection_roots(os.environ, sys.path)) > 0

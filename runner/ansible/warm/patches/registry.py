@@ -22,7 +22,6 @@ ALL = CORE_LINES
 FROM_2_19 = ("2.19", "2.20", "2.21")
 UP_TO_2_18 = ("2.15", "2.16", "2.17", "2.18")
 _P = "runner.ansible.warm.patches."
-_S = "runner.ansible.warm.server."
 
 
 @dataclass(frozen=True)
@@ -104,8 +103,8 @@ PATCHES = (
             "ansible.vars.plugins: _prime_vars_loader (2.16 on)",
         ),
         ALL,
-        _S + "plugins:warm",
-        _S + "plugins:check",
+        _P + "plugins:warm",
+        _P + "plugins:check",
     ),
     Patch(
         "routing-meta",
@@ -192,8 +191,8 @@ PATCHES = (
         "playbook",
         ("ansible.executor.process.worker:WorkerProcess.run",),
         ALL,
-        _S + "profiling:install",
-        _S + "profiling:check",
+        _P + "profiling:install",
+        _P + "profiling:check",
     ),
     # -- the module kind's speed-ups -------------------------------------------------------------
     Patch(
@@ -201,31 +200,31 @@ PATCHES = (
         "module",
         ("zipimport:_compile_source",),
         ALL,
-        _S + "codecache:install",
-        _S + "codecache:check",
+        _P + "codecache:install",
+        _P + "codecache:check",
     ),
     Patch(
         "wrapper-compile",
         "module",
         ("ansible.executor.module_common: the AnsiballZ wrapper's payload literal",),
         ALL,
-        _S + "codecache:install_wrapper",
-        _S + "codecache:check_wrapper",
+        _P + "codecache:install_wrapper",
+        _P + "codecache:check_wrapper",
     ),
     Patch(
         "lazy-kubernetes",
         "module",
         ("kubernetes.client: its generated __init__ modules",),
         ALL,
-        _S + "lazykube:install",
-        _S + "lazykube:check",
+        _P + "lazykube:install",
+        _P + "lazykube:check",
     ),
     Patch(
         "kept-module-utils",
         "module",
         ("sys.meta_path: kubernetes.core's module_utils for payloads with the same files",),
         ALL,
-        _S + "preload:keep_module_utils",
+        _P + "collectionutils:keep_module_utils",
         _P + "collectionutils:check",
     ),
     Patch(
@@ -233,8 +232,8 @@ PATCHES = (
         "any",
         ("CPython's reference counts of the preloaded objects (PEP 683)",),
         ALL,
-        _S + "immortal:install",
-        _S + "immortal:check",
+        _P + "immortal:install",
+        _P + "immortal:check",
     ),
 )
 

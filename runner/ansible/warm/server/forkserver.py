@@ -47,13 +47,15 @@ from collections.abc import Callable, Mapping
 from runner.ansible.warm.jobenv import JOB_ENV, STATUS_FILE
 from runner.ansible.warm.patches import (
     apply,
+    codecache,
     collectionutils,
     configrefresh,
     core,
     guard,
     modulehost,
+    profiling,
 )
-from runner.ansible.warm.server import codecache, lookups, profiling
+from runner.ansible.warm.server import lookups
 from runner.ansible.warm.server import process as serverprocess
 from runner.ansible.warm.server.preload import preload_for
 from runner.util import priority

@@ -5,13 +5,11 @@ line)."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from contextlib import nullcontext
 
-from runner.ansible.warm.patches import apply, collectionutils, routingmeta
-from runner.ansible.warm.server.codecache import collection_roots
-from runner.ansible.warm.server.deferred import deferring
+from runner.ansible.warm.patches import apply, routingmeta
+from runner.ansible.warm.patches.deferred import deferring
 
 PRELOAD = {
     "playbook": (
@@ -110,9 +108,3 @@ def _preload(kind: str) -> None:
             apply.install("plugin-warmup")
         for name in PLAYBOOK_AFTER_WARMUP:
             apply.install(name)
-
-
-def keep_module_utils() -> bool:
-    """The `kept-module-utils` patch: kubernetes.core's module_utils imported once (False when
-    no collection of `collectionutils.COLLECTIONS` is installed)."""
-    return collectionutils.preload(collection_roots(os.environ, sys.path)) > 0

@@ -34,7 +34,7 @@ import types
 from collections.abc import Sequence
 from pathlib import Path
 
-from runner.ansible.warm.server.deferred import deferring, other_spec
+from runner.ansible.warm.patches.deferred import deferring, other_spec
 
 PACKAGES = ("kubernetes.client", "kubernetes.client.api", "kubernetes.client.models")
 # Imported with the package all the same: what every user of the client needs, and cheap.
