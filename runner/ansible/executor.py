@@ -20,16 +20,14 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import ansible_runner
-import pexpect
 
-from runner.ansible import artifacts, collections_path, quickrun
+from runner.ansible import artifacts, collections_path, ptyclose, quickrun
 from runner.ansible.interface import LogEvents, QuickRequest, RunRequest, RunResult
 from runner.ansible.results import RunSummary, apply_event
 from runner.ansible.tasklog import log_task_event, settle, warm_attempt
@@ -53,35 +51,6 @@ RUN_THREADS = 1024
 _BIN_DIR = Path(sys.executable).parent
 #: The runs' TMPDIR (see Executor).
 RUN_TMP_PREFIX = "operator-runner-runs-"
-
-
-class _PromptCloseSpawn(pexpect.spawn):  # type: ignore[misc]
-    """ansible-runner's pexpect child, minus a fixed 0.1 s sleep at the end of every run.
-
-    When the run's output reaches EOF, ansible-runner closes the child, and ptyprocess then
-    sleeps `delayafterclose` (0.1 s) "to give the kernel time" before it checks whether the
-    child is still alive (and signals it if so). Here the close waits for the child to exit
-    instead (it has closed the pty, so it is exiting), at most 2 s, and skips the sleep once it
-    has; otherwise pexpect's own behaviour follows unchanged. Its session (a pty's) takes the
-    nice value of the run's thread (util/priority.py)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)  # returns once the child has exec'd, in its session
-        priority.nice_session(self.pid, os.getpriority(os.PRIO_PROCESS, 0))
-
-    def close(self, force: bool = True) -> None:
-        ptyproc = getattr(self, "ptyproc", None)
-        if ptyproc is not None and not self.closed:
-            deadline = time.monotonic() + 2.0
-            while ptyproc.isalive() and time.monotonic() < deadline:
-                time.sleep(0.002)
-            if not ptyproc.isalive():
-                ptyproc.delayafterclose = 0
-        super().close(force)
-
-
-# ansible-runner calls pexpect.spawn(...) when it starts a run; only it uses pexpect here.
-pexpect.spawn = _PromptCloseSpawn
 
 
 def inventory_text(python: str = sys.executable) -> str:
@@ -154,6 +123,7 @@ class Executor:
         tmp_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._cancel = threading.Event()
         self._threads = ThreadPoolExecutor(RUN_THREADS, "ansible-run", priority.nice_this_thread)
+        ptyclose.install()
         self._warm = WarmLifecycle(self._env, warm, warm_idle_timeout, self._canary)
         self._quick_env: dict[str, str] | None = None  # ansible-runner's environment of a run
         self._quick = quickrun.QuickRunner(
