@@ -269,7 +269,7 @@ def breakdown(runs: int) -> dict[str, Any]:
             k: [] for k in ("runner", "quick", "ahead", "ahead+lookup")
         }
         stages: list[list[float]] = []
-        pool = await asyncio.to_thread(executor._warm.acquire)
+        attempt = await asyncio.to_thread(executor._warm.attempt)
         try:
             for i in range(runs + 1):
                 started = time.monotonic()
@@ -285,14 +285,14 @@ def breakdown(runs: int) -> dict[str, Any]:
                     ("ahead", env, True),
                     ("ahead+lookup", {**env, WARM_LOOKUPS_ENV: "kubernetes.core.k8s"}, True),
                 ):
-                    spec = executor._quick_spec(pool, playbook, job_env, [])
+                    spec = executor._quick_spec(attempt, playbook, job_env, [])
                     job = None
                     if ahead:
-                        job = await quickrun.QuickJob.start(spec, executor.run_tmp)
+                        job = await quickrun.QuickJob.start(spec, executor.run_tmp, attempt)
                         await asyncio.sleep(1.0)  # started ahead: ready before the request
                     started = time.monotonic()
                     if job is None:
-                        job = await quickrun.QuickJob.start(spec, executor.run_tmp)
+                        job = await quickrun.QuickJob.start(spec, executor.run_tmp, attempt)
                     handed = time.time()
                     await job._hand_over(extra)
                     await job.process.wait()
@@ -316,7 +316,7 @@ def breakdown(runs: int) -> dict[str, Any]:
                         )
                     shutil.rmtree(job.folder, ignore_errors=True)
         finally:
-            executor._warm.release()
+            attempt.abandon()
             executor.close()
         summary: dict[str, Any] = {
             label: {"p50": round(statistics.median(v[1:]), 3), "min": round(min(v[1:]), 3)}

@@ -30,10 +30,10 @@ import ansible_runner
 from runner.ansible import artifacts, collections_path, ptyclose, quickrun
 from runner.ansible.interface import LogEvents, QuickRequest, RunRequest, RunResult
 from runner.ansible.results import RunSummary, apply_event
-from runner.ansible.tasklog import log_task_event, settle, warm_attempt
+from runner.ansible.tasklog import log_task_event
 from runner.ansible.warm import canary
-from runner.ansible.warm.jobenv import FAILURES_ENV
-from runner.ansible.warm.lifecycle import WarmLifecycle, describe
+from runner.ansible.warm.attempt import Hold, WarmAttempt, describe
+from runner.ansible.warm.lifecycle import WarmLifecycle
 from runner.ansible.warm.pool import WarmPool, runner_env
 from runner.util import priority, tempdirs
 
@@ -127,12 +127,7 @@ class Executor:
         self._warm = WarmLifecycle(self._env, warm, warm_idle_timeout, self._canary)
         self._quick_env: dict[str, str] | None = None  # ansible-runner's environment of a run
         self._quick = quickrun.QuickRunner(
-            self._warm.acquire,
-            self._warm.release,
-            self._quick_spec,
-            self.run_tmp,
-            warm_idle_timeout,
-            lambda failures: self._warm.give_up(describe(failures)),
+            self._warm.attempt, self._quick_spec, self.run_tmp, warm_idle_timeout
         )
         log.info(
             "executor: %s, ansible-core %s, %s",
@@ -154,7 +149,21 @@ class Executor:
     def warm_running(self) -> bool:
         return self._warm.running
 
+    def start_warm(self) -> None:
+        """Start the warm executor now rather than with the first run (an operator whose
+        webhooks must answer at once); `warm_ready` says when it is up or given up."""
+        self._warm.start_ahead()
+
+    @property
+    def warm_ready(self) -> bool:
+        """Whether runs would start now without waiting for the warm executor: it is up, or
+        runs take the plain path."""
+        return self._warm.running or not self._warm.enabled
+
     def close(self) -> None:
+        """Stop everything within a bound: the jobs started ahead, the warm executor (a server
+        starting too: its canary run is cancelled), the runs' temp folder."""
+        self._cancel.set()
         self._quick.close()
         self._warm.close()
         self._threads.shutdown(wait=False)
@@ -178,23 +187,13 @@ class Executor:
 
     def run_sync(self, request: RunRequest) -> RunResult:
         """One run: on the warm executor when it is up; a run in which a patch failed is run
-        again on the plain path (and the warm executor given up)."""
-        pool = self._warm.acquire()
-        if pool is None:
-            self._warm.release()
-            return self._run_sync(request, None)
-        record = pool.failure_record()
+        again on the plain path (its attempt says so: warm/attempt.py)."""
+        attempt = self._warm.attempt()
         try:
-            with warm_attempt() as deferred:
-                result = self._run_sync(request, pool, record)
-            failures = pool.read_failures(record)
-            if failures:
-                self._warm.give_up(describe(failures))
+            result = self._run_sync(request, attempt)
         finally:
-            self._warm.release()
-        made_again = any(f.get("redo", True) for f in failures) and not self._cancel.is_set()
-        settle(deferred, made_again)
-        if not made_again:
+            again = attempt.end(cancelled=self._cancel.is_set())
+        if not again:
             return result
         log.info("the run is made again on the plain path", extra=dict(request.log_extra))
         shutil.rmtree(request.private_dir / "artifacts" / request.ident, ignore_errors=True)
@@ -220,7 +219,7 @@ class Executor:
 
     def _quick_spec(
         self,
-        pool: WarmPool | None,
+        attempt: WarmAttempt,
         playbook: Path,
         envvars: Mapping[str, str],
         cmdline: Sequence[str],
@@ -228,6 +227,7 @@ class Executor:
         """A quick run's job: ansible-runner's environment of a run, the warm client."""
         if self._quick_env is None:
             self._quick_env = runner_env(self._env)
+        pool = attempt.pool
         env = {**self._quick_env, **envvars, **(pool.env if pool else {})}
         binary = pool.playbook_client if pool else _BIN_DIR / "ansible-playbook"
         if self._user_inventory:
@@ -239,10 +239,11 @@ class Executor:
                 _write_private(hosts, inventory_text(python))
             inventory = (str(hosts),)
         items = tuple(sorted(env.items()))
-        return quickrun.JobSpec(str(binary), playbook, inventory, items, tuple(cmdline), bool(pool))
+        return quickrun.JobSpec(str(binary), playbook, inventory, items, tuple(cmdline))
 
     def _canary(self, pool: WarmPool) -> str | None:
-        """Run the canary playbook on `pool`: why the warm path cannot be used, or None."""
+        """Run the canary playbook on `pool` (an attempt that holds nothing: the lifecycle is
+        starting it): why the warm path cannot be used, or None."""
         with tempfile.TemporaryDirectory(prefix="canary-", dir=self.run_tmp) as tmp:
             playbook = canary.write_project(Path(tmp) / "project")
             request = RunRequest(
@@ -252,20 +253,19 @@ class Executor:
                 extravars_text="{}",
                 log_events=LogEvents.NOTHING,
             )
-            record = pool.failure_record()
-            result = self._run_sync(request, pool, record, own_inventory=True)
-            failures = pool.read_failures(record)
-            if failures:
-                return describe(failures)
+            attempt = WarmAttempt(Hold(pool, lambda: None), lambda reason: None)
+            result = self._run_sync(request, attempt, own_inventory=True)
+            attempt.end()
+            if attempt.failures:
+                return describe(attempt.failures)
             return canary.verdict(result.status, request.private_dir / "artifacts" / canary.IDENT)
 
     def _run_sync(
-        self,
-        request: RunRequest,
-        pool: WarmPool | None,
-        record: Path | None = None,
-        own_inventory: bool = False,
+        self, request: RunRequest, attempt: WarmAttempt | None, own_inventory: bool = False
     ) -> RunResult:
+        """One run through ansible-runner: with `attempt`'s warm client when it holds the pool,
+        else the plain ansible-playbook."""
+        pool = attempt.pool if attempt is not None else None
         summary = RunSummary()
         private = request.private_dir
         (private / "env").mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -286,18 +286,17 @@ class Executor:
             inventory = str(hosts)
         cmdline = list(request.cmdline)
         envvars = {**self._env, **request.envvars}
-        if pool is not None:  # the warm client is a raw binary: the playbook is an argument
-            cmdline.insert(0, str(request.playbook))
-            envvars.update(pool.env)
-            if record is not None:
-                envvars[FAILURES_ENV] = str(record)
+        if attempt is not None and pool is not None:  # the warm client is a raw binary: the
+            cmdline.insert(0, str(request.playbook))  # playbook is an argument
+            envvars.update(attempt.env())
+        keep = attempt.keep if attempt is not None else None
 
         def on_event(event: Mapping[str, Any]) -> bool:
             apply_event(summary, event)
-            log_task_event(event, request)
+            log_task_event(event, request, keep)
             return True
 
-        cancel: Callable[[], bool] = self._cancel.is_set
+        cancel: Callable[[], bool] = self._cancel.is_set  # close() sets it too (the canary)
         runner = ansible_runner.run(
             private_data_dir=str(private),
             ident=request.ident,

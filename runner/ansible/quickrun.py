@@ -16,12 +16,13 @@ request waits; the request's vars are written into the pipe and the job goes on.
 is started as soon as one is taken; a job not taken for `idle` seconds is stopped (it holds the
 warm executor up).
 
-Quick runs follow the warm executor's fence as ansible-runner's runs do (executor.py): a job on
-the warm path names a file of its own where a patch that failed inside it is recorded
-(`warm/patches/guard.py`); when one did, the executor gives the warm executor up for good (one
-warning), the jobs started ahead on it are stopped, and the run is made again on the plain path.
+Quick runs follow the warm executor's fence as ansible-runner's runs do (executor.py), through
+the same `WarmAttempt` (warm/attempt.py): each job holds one, from its start (ahead) to the end
+of the run that takes it; the attempt names the file where a patch that failed inside the job
+is recorded, gives the warm executor up when one did (one warning) and says whether the run is
+made again on the plain path; the jobs started ahead on the given-up executor are stopped.
 When the warm executor is not up (`--executor=plain`, a line it is not verified on, a failed
-start or canary), `acquire` gives None and the job is the real ansible-playbook.
+start or canary), the attempt holds no pool and the job is the real ansible-playbook.
 
 The role runs exactly as Ansible runs it: the same playbook, inventory, extra vars file
 (`-e @file`, `!unsafe` tags intact) and `--ansible-args`. A run that is cancelled (the webhook's
@@ -46,8 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.ansible.results import RunSummary, apply_event
-from runner.ansible.warm.jobenv import FAILURES_ENV
-from runner.ansible.warm.pool import WarmPool
+from runner.ansible.warm.attempt import WarmAttempt
 
 log = logging.getLogger("runner.executor")
 
@@ -99,18 +99,11 @@ class JobSpec:
 @dataclass(frozen=True)
 class Ended:
     """A quick run's end: its exit code, what its events say, the end of its output when it
-    did not finish, and the warm executor's patches that failed inside it."""
+    did not finish."""
 
     rc: int | None
     summary: RunSummary
     tail: str
-    failures: tuple[dict[str, Any], ...] = ()
-
-    @property
-    def redo(self) -> bool:
-        """Whether the run must be made again on the plain path (a patch failed in it and the
-        job was not handed back to the real program)."""
-        return any(failure.get("redo", True) for failure in self.failures)
 
 
 class QuickJob:
@@ -122,7 +115,7 @@ class QuickJob:
         self.process = process
 
     @classmethod
-    async def start(cls, spec: JobSpec, tmp_root: Path) -> QuickJob:
+    async def start(cls, spec: JobSpec, tmp_root: Path, attempt: WarmAttempt) -> QuickJob:
         folder = Path(tempfile.mkdtemp(prefix="quick-", dir=tmp_root))
         os.mkfifo(folder / "extravars", 0o600)
         args = [str(spec.playbook)]
@@ -140,7 +133,7 @@ class QuickJob:
                     **dict(spec.env),
                     "AWX_ISOLATED_DATA_DIR": str(folder),
                     "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(folder / "fact_cache"),
-                    **({FAILURES_ENV: str(folder / "warm-failures")} if spec.warm else {}),
+                    **attempt.env(),
                 },
                 cwd=str(spec.playbook.parent),
                 start_new_session=True,
@@ -174,8 +167,7 @@ class QuickJob:
             for event in job_events(self.folder):
                 apply_event(summary, event)
             tail = "" if summary.finished and rc == 0 else _tail(self.folder / "stdout")
-            failures = WarmPool.read_failures(self.folder / "warm-failures")
-            return Ended(rc, summary, tail, tuple(failures))
+            return Ended(rc, summary, tail)
         except asyncio.CancelledError:
             await asyncio.shield(self.discard())
             raise
@@ -196,27 +188,21 @@ class QuickJob:
 
 
 class QuickRunner:
-    """Quick runs with one job started ahead per JobSpec (module doc). `acquire` and `release`
-    hold the warm executor for a job (acquire returns what `spec_for` needs to build the
-    spec: the pool, or None on the plain path); `failed` hears of the patches that failed in a
-    warm job (the executor gives the warm executor up: `acquire` gives None from then on)."""
+    """Quick runs with one job started ahead per JobSpec (module doc). `attempt` gives a run's
+    (or a job started ahead's) warm attempt; `spec_for` builds the job's spec from it."""
 
     def __init__(
         self,
-        acquire: Callable[[], Any],
-        release: Callable[[], None],
-        spec_for: Callable[[Any, Path, Mapping[str, str], Sequence[str]], JobSpec],
+        attempt: Callable[[], WarmAttempt],
+        spec_for: Callable[[WarmAttempt, Path, Mapping[str, str], Sequence[str]], JobSpec],
         tmp_root: Path,
         idle: float = 120.0,
-        failed: Callable[[list[dict[str, Any]]], None] = lambda failures: None,
     ) -> None:
-        self._acquire = acquire
-        self._release = release
+        self._attempt = attempt
         self._spec_for = spec_for
         self._tmp_root = tmp_root
         self._idle = idle
-        self._failed = failed
-        self._ready: dict[JobSpec, tuple[QuickJob, Any, asyncio.TimerHandle | None]] = {}
+        self._ready: dict[JobSpec, tuple[QuickJob, WarmAttempt, asyncio.TimerHandle | None]] = {}
         self._starting: set[asyncio.Task[None]] = set()
         self._closed = False
         self._generation = 0  # a patch failed: the jobs started ahead before it are stale
@@ -224,31 +210,50 @@ class QuickRunner:
     async def run(
         self, playbook: Path, extravars_text: str, env: Mapping[str, str], cmdline: Sequence[str]
     ) -> Ended:
-        """The run; made again on the plain path when a patch of the warm executor failed in
-        it (`failed` is told first, so that it is the plain path)."""
-        ended = await self._run_once(playbook, extravars_text, env, cmdline)
-        if not ended.failures:
-            return ended
-        self._failed(list(ended.failures))
-        self._stop_ready()
-        if not ended.redo:
+        """The run; made again on the plain path when its attempt says so (a patch of the warm
+        executor failed in it, which gave the warm executor up)."""
+        ended, again = await self._run_once(playbook, extravars_text, env, cmdline)
+        if not again:
             return ended
         log.info("the quick run of %s is made again on the plain path", playbook.name)
-        return await self._run_once(playbook, extravars_text, env, cmdline)
+        ended, _ = await self._run_once(playbook, extravars_text, env, cmdline)
+        return ended
 
     async def _run_once(
         self, playbook: Path, extravars_text: str, env: Mapping[str, str], cmdline: Sequence[str]
-    ) -> Ended:
-        pool = await asyncio.to_thread(self._acquire)
+    ) -> tuple[Ended, bool]:
+        attempt = await self._new_attempt()
         try:
-            spec = self._spec_for(pool, playbook, env, cmdline)
-            job = self._take(spec)
-            if job is None:
-                job = await QuickJob.start(spec, self._tmp_root)
-            self._start_ahead(spec)
-            return await job.run(extravars_text)
-        finally:
-            self._release()
+            spec = self._spec_for(attempt, playbook, env, cmdline)
+            taken = self._take(spec)
+            if taken is not None:  # the job started ahead runs, with its own attempt
+                attempt.abandon()
+                job, attempt = taken
+            else:
+                job = await QuickJob.start(spec, self._tmp_root, attempt)
+        except BaseException:
+            attempt.abandon()
+            raise
+        self._start_ahead(spec)
+        try:
+            ended = await job.run(extravars_text)
+        except BaseException:
+            attempt.end(cancelled=True)
+            raise
+        again = attempt.end()
+        if attempt.failures:
+            self._stop_ready()
+        return ended, again
+
+    async def _new_attempt(self) -> WarmAttempt:
+        """An attempt, made in a thread (it may wait for the warm executor's start); when the
+        caller is cancelled meanwhile, it is abandoned once made, so that no hold is lost."""
+        making = asyncio.ensure_future(asyncio.to_thread(self._attempt))
+        try:
+            return await asyncio.shield(making)
+        except asyncio.CancelledError:
+            making.add_done_callback(_abandon_made)
+            raise
 
     def _stop_ready(self) -> None:
         """Stop the jobs started ahead (on the warm executor just given up); the next runs
@@ -266,22 +271,24 @@ class QuickRunner:
     async def _prepare_for(
         self, playbook: Path, env: Mapping[str, str], cmdline: Sequence[str]
     ) -> None:
-        pool = await asyncio.to_thread(self._acquire)
+        attempt = await self._new_attempt()
         try:
-            spec = self._spec_for(pool, playbook, env, cmdline)
+            spec = self._spec_for(attempt, playbook, env, cmdline)
         finally:
-            self._release()
+            attempt.abandon()
         self._start_ahead(spec)
 
-    def _take(self, spec: JobSpec) -> QuickJob | None:
+    def _take(self, spec: JobSpec) -> tuple[QuickJob, WarmAttempt] | None:
         ready = self._ready.pop(spec, None)
         if ready is None:
             return None
-        job, _, timer = ready
+        job, attempt, timer = ready
         if timer is not None:
             timer.cancel()
-        self._release()  # the job's hold on the pool passes to the run
-        return job if job.alive else None
+        if not job.alive:
+            attempt.abandon()
+            return None
+        return job, attempt
 
     def _start_ahead(self, spec: JobSpec) -> None:
         if self._closed or spec in self._ready:
@@ -292,25 +299,36 @@ class QuickRunner:
 
     async def _prepare(self, spec: JobSpec) -> None:
         generation = self._generation
-        pool = await asyncio.to_thread(self._acquire)
+        attempt = await self._new_attempt()
+        kept = False
         try:
-            job = await QuickJob.start(spec, self._tmp_root)
-        except OSError:
-            self._release()
-            return
-        if self._closed or spec in self._ready or generation != self._generation:
-            await job.discard()
-            self._release()
-            return
-        loop = asyncio.get_running_loop()
-        timer = loop.call_later(self._idle, self._expire, spec) if self._idle > 0 else None
-        self._ready[spec] = (job, pool, timer)
+            if attempt.warm != spec.warm:  # given up meanwhile: the next run starts its own
+                return
+            try:
+                job = await QuickJob.start(spec, self._tmp_root, attempt)
+            except OSError:
+                return
+            if self._closed or spec in self._ready or generation != self._generation:
+                await job.discard()
+                return
+            loop = asyncio.get_running_loop()
+            timer = loop.call_later(self._idle, self._expire, spec) if self._idle > 0 else None
+            self._ready[spec] = (job, attempt, timer)
+            kept = True
+        finally:
+            if not kept:
+                attempt.abandon()
 
     def _expire(self, spec: JobSpec) -> None:
+        """Stop the job started ahead for `spec` (not taken in time, or stale); its hold goes
+        at once."""
         ready = self._ready.pop(spec, None)
         if ready is not None:
-            task = asyncio.get_running_loop().create_task(ready[0].discard())
-            task.add_done_callback(lambda _: self._release())
+            job, attempt, timer = ready
+            if timer is not None:
+                timer.cancel()
+            attempt.abandon()
+            task = asyncio.get_running_loop().create_task(job.discard())
             self._starting.add(task)
             task.add_done_callback(self._starting.discard)
 
@@ -320,11 +338,16 @@ class QuickRunner:
         self._closed = True
         for task in list(self._starting):
             task.cancel()
-        for job, _, timer in self._ready.values():
+        for job, attempt, timer in self._ready.values():
             if timer is not None:
                 timer.cancel()
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(job.process.pid, signal.SIGTERM)
             shutil.rmtree(job.folder, ignore_errors=True)
-            self._release()
+            attempt.abandon()
         self._ready.clear()
+
+
+def _abandon_made(making: asyncio.Future[WarmAttempt]) -> None:
+    if not making.cancelled() and making.exception() is None:
+        making.result().abandon()

@@ -1,22 +1,20 @@
 """The operator's log line for each task result (--ansible-log-events).
 
 A run on the warm executor may be made again on the plain path (a patch failed in it): its
-failed tasks' warnings wait (`deferred`) until the executor knows; a run made again says them
-at debug level, as what they were, so the operator's one warning is the warm executor's.
+failed tasks' warnings are kept by its attempt (warm/attempt.py) until the executor knows; a
+run made again says them at debug level, as what they were, so the operator's one warning is
+the warm executor's.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from runner.ansible.interface import LogEvents, RunRequest
 
 log = logging.getLogger("runner.executor")
-_attempt = threading.local()  # .deferred: the warm attempt's warnings, in this thread
 
 _TASK_OUTCOMES = {
     "runner_on_ok": "ok",
@@ -26,10 +24,14 @@ _TASK_OUTCOMES = {
 }
 
 
-def log_task_event(event: Mapping[str, Any], request: RunRequest) -> None:
+def log_task_event(
+    event: Mapping[str, Any],
+    request: RunRequest,
+    keep: Callable[[str, Mapping[str, Any]], bool] | None = None,
+) -> None:
     """One log line per task result (Tasks), or per job event (Everything): the event's kind
     and its task's name (which a template may have filled with a secret: masked), never its
-    result."""
+    result. A warning goes to `keep` first (a warm attempt's `keep`: True when it is kept)."""
     mode, extra, redact = request.log_events, request.log_extra, request.secrets.redact
     if mode is LogEvents.NOTHING:
         return
@@ -52,29 +54,6 @@ def log_task_event(event: Mapping[str, Any], request: RunRequest) -> None:
         # A periodic resync of a healthy CR is all ok/skipped: at info, an idle operator with a
         # few CRs logged ~45 lines a minute. What changed or failed stays at info.
         level = logging.DEBUG
-    deferred: list[tuple[str, dict[str, Any]]] | None = getattr(_attempt, "deferred", None)
-    if level == logging.WARNING and deferred is not None:
-        deferred.append((f"task {outcome}: {task}", fields))
+    if level == logging.WARNING and keep is not None and keep(f"task {outcome}: {task}", fields):
         return
     log.log(level, "task %s: %s", outcome, task, extra=fields)
-
-
-@contextmanager
-def warm_attempt() -> Iterator[list[tuple[str, dict[str, Any]]]]:
-    """Around a warm run in this thread: its failed tasks' warnings are kept, not logged;
-    `settle` says them once the executor knows whether the run is made again."""
-    _attempt.deferred = []
-    try:
-        yield _attempt.deferred
-    finally:
-        _attempt.deferred = None
-
-
-def settle(deferred: list[tuple[str, dict[str, Any]]], made_again: bool) -> None:
-    """The warm attempt's kept warnings: as warnings, or at debug level when the run is made
-    again on the plain path (whose own tasks then say what failed, if anything does)."""
-    for message, fields in deferred:
-        if made_again:
-            log.debug("%s (the warm attempt, made again on the plain path)", message, extra=fields)
-        else:
-            log.warning("%s", message, extra=fields)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from runner.ansible.quickrun import job_events
 from runner.ansible.results import RunSummary, apply_event
+from runner.ansible.warm.attempt import Hold, WarmAttempt
 
 
 def test_events_are_read_in_order_and_fold_into_a_summary(tmp_path: Path) -> None:
@@ -77,11 +80,15 @@ def test_jobs_are_started_ahead_and_a_cancelled_run_is_stopped(tmp_path: Path) -
     playbook.write_text("[]\n")
     held: list[int] = []
 
-    def spec_for(pool: object, path: Path, env: object, cmdline: object) -> JobSpec:
+    def attempt() -> WarmAttempt:
+        held.append(1)
+        return WarmAttempt(Hold(None, held.pop), lambda reason: None)
+
+    def spec_for(attempt: object, path: Path, env: object, cmdline: object) -> JobSpec:
         return JobSpec(str(fake), path, ("hosts",), (("STARTS", str(starts)),))
 
     async def go() -> None:
-        runner = QuickRunner(lambda: held.append(1), lambda: held.pop(), spec_for, tmp_path)
+        runner = QuickRunner(attempt, spec_for, tmp_path)
         ended = await runner.run(playbook, '{"say": "first"}', {}, ())
         assert ended.rc == 0 and ended.summary.answers == [{"allowed": False, "message": "first"}]
         async with asyncio.timeout(10):
@@ -133,9 +140,9 @@ with open(os.path.join(folder, "job_events", "0-partial.json"), "w") as f:
 def test_a_patch_failing_in_a_warm_job_gives_warm_up_and_runs_it_again_plain(
     tmp_path: Path,
 ) -> None:
-    """The warm executor's fence holds for quick runs: the failure is told (the executor gives
-    the warm executor up), the job started ahead on it is stopped, and the same request is
-    answered by a plain job; the next runs and jobs started ahead are plain."""
+    """The warm executor's fence holds for quick runs: the attempt gives the warm executor up,
+    the job started ahead on it is stopped, and the same request is answered by a plain job;
+    the next runs and jobs started ahead are plain; every hold is given back."""
     import asyncio
     import sys
 
@@ -149,26 +156,24 @@ def test_a_patch_failing_in_a_warm_job_gives_warm_up_and_runs_it_again_plain(
     playbook = tmp_path / "site.yml"
     playbook.write_text("[]\n")
     held: list[int] = []
-    told: list[list[dict[str, object]]] = []
-    warm = [True]
+    told: list[str] = []
+    records = tmp_path / "failures"
+    records.mkdir()
+    pool: Any = SimpleNamespace(failures=records, env={})
 
-    def acquire() -> object:
+    def attempt() -> WarmAttempt:
         held.append(1)
-        return "pool" if warm[0] else None
+        return WarmAttempt(Hold(None if told else pool, held.pop), told.append)
 
-    def failed(failures: list[dict[str, object]]) -> None:
-        told.append(failures)
-        warm[0] = False  # given up: acquire gives None from now on
-
-    def spec_for(pool: object, path: Path, env: object, cmdline: object) -> JobSpec:
-        env_items = (("STARTS", str(starts)), ("KIND", "warm" if pool else "plain"))
-        return JobSpec(str(fake), path, ("hosts",), env_items, (), warm=pool is not None)
+    def spec_for(attempt: WarmAttempt, path: Path, env: object, cmdline: object) -> JobSpec:
+        env_items = (("STARTS", str(starts)), ("KIND", "warm" if attempt.warm else "plain"))
+        return JobSpec(str(fake), path, ("hosts",), env_items, (), warm=attempt.warm)
 
     async def go() -> None:
-        runner = QuickRunner(acquire, lambda: held.pop(), spec_for, tmp_path, failed=failed)
+        runner = QuickRunner(attempt, spec_for, tmp_path)
         ended = await runner.run(playbook, '{"say": "plain"}', {}, ())
         assert ended.rc == 0 and ended.summary.answers == [{"allowed": True, "message": "plain"}]
-        assert [[f["patch"] for f in failures] for failures in told] == [["direct"]]
+        assert told == ["patch direct failed in a run: AttributeError: gone"]
         async with asyncio.timeout(10):
             while runner._starting or len(runner._ready) != 1:  # the plain job started ahead
                 await asyncio.sleep(0.01)

@@ -1,8 +1,14 @@
 """The warm executor's life in one operator: chosen at start-up, started with the first run (an
-idle operator does not pay for it), proved by the canary at its first start, stopped after
-`idle_timeout` without runs and started again with the next one, and given up for good, with
-one warning, on any failure: a line its core is not verified on, a patch that failed to install
-or check, a canary that did not give its result, a patch that failed inside a run.
+idle operator does not pay for it) or ahead of it (`start_ahead`: an operator whose webhooks
+wait for it), proved by the canary at its first start, stopped after `idle_timeout` without
+runs and started again with the next one, and given up for good, with one warning, on any
+failure: a line its core is not verified on, a patch that failed to install or check, a canary
+that did not give its result, a patch that failed inside a run.
+
+Runs take it through `attempt()` (attempt.py: the hold, the failure record, the redo and the
+deferred warnings); a job started ahead holds it with `hold()`. The server starts in a thread
+of its own, outside the lock, so that `close` never waits for a start: it stops a server that
+is starting as well as one that serves, each within `pool.STOP_TIMEOUT`.
 
 Operator side: imports neither ansible nor the server's code (the registry is plain data).
 """
@@ -13,9 +19,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from importlib import metadata
 
+from runner.ansible.warm.attempt import Hold, WarmAttempt
 from runner.ansible.warm.patches import registry
 from runner.ansible.warm.pool import Started, WarmPool
 
@@ -51,14 +58,16 @@ class WarmLifecycle:
             )
             log.warning("warm executor not used: %s; runs take the plain path", self.why_plain)
         self._proved = False
+        self._closed = False
         self._pool: WarmPool | None = None
+        self._starting: Future[WarmPool | None] | None = None
+        self._booting: WarmPool | None = None  # the server being started (close stops it)
         self._lock = threading.Lock()
-        self._active = 0  # runs holding the pool
+        self._active = 0  # holds on the pool
         self._idle_timer: threading.Timer | None = None
         # The server is started from a thread made now, at the operator's priority: the runs'
         # threads are niced (executor.py), and a process inherits its starting thread's nice
-        # value, which the admission jobs forked from the server would share. (Not shut down
-        # at close: the next run may start the server again; its thread ends with the object.)
+        # value, which the admission jobs forked from the server would share.
         self._starter = ThreadPoolExecutor(1, thread_name_prefix="warm-start")
         self._starter.submit(int).result()
 
@@ -70,32 +79,75 @@ class WarmLifecycle:
     def running(self) -> bool:
         return self._pool is not None
 
-    def acquire(self) -> WarmPool | None:
-        """The fork server, started with the first run and again after it stopped for being
-        idle; None on the plain path."""
+    def attempt(self) -> WarmAttempt:
+        """A run's attempt (attempt.py), on the server when it is up (started if need be)."""
+        return WarmAttempt(self.hold(), self.give_up)
+
+    def hold(self) -> Hold:
+        """A hold on the fork server, started with the first hold and again after it stopped
+        for being idle; its pool is None on the plain path."""
         with self._lock:
             self._active += 1
-            if self._idle_timer is not None:
-                self._idle_timer.cancel()
-                self._idle_timer = None
-            if self.why_plain is None and self._pool is None:
-                self._pool = self._start()
-            return self._pool
+            self._cancel_idle_timer()
+            starting = self._start_locked()
+            pool = self._pool
+        if starting is not None:
+            try:
+                pool = starting.result()
+            except CancelledError:  # the operator stops
+                pool = None
+        return Hold(pool, self._release)
+
+    def start_ahead(self) -> Future[WarmPool | None] | None:
+        """Start the server now, without holding it (an operator whose webhooks must answer at
+        once); its future (None on the plain path, or when it is up already)."""
+        with self._lock:
+            starting = self._start_locked()
+            if starting is None and self._pool is not None and self._active == 0:
+                self._arm_idle_timer()
+            return starting
+
+    def _start_locked(self) -> Future[WarmPool | None] | None:
+        if self.why_plain is not None or self._pool is not None or self._closed:
+            return None
+        if self._starting is None:
+            self._starting = self._starter.submit(self._start)
+        return self._starting
 
     def _start(self) -> WarmPool | None:
+        """In the starter thread: the server started, its report read, the canary run at the
+        first start; the pool, or None (given up)."""
         begun = time.monotonic()
-        pool = self._starter.submit(WarmPool, self._env).result()
-        started = pool.wait_ready()
-        failure = started.failure
-        ready = time.monotonic()
-        if failure is None and not self._proved:
-            try:
-                failure = self._canary(pool)
-            except Exception as err:  # the canary's own machinery: the plain path all the same
-                failure = f"the canary run could not be made: {err}"
-        if failure is not None:
-            pool.stop()
-            self._give_up(failure, started.ansible)
+        pool: WarmPool | None = None
+        try:
+            pool = WarmPool(self._env)
+            with self._lock:
+                self._booting = pool
+                closed = self._closed
+            started = Started(failure="the operator stops") if closed else pool.wait_ready()
+            failure = started.failure
+            ready = time.monotonic()
+            if failure is None and not self._proved:
+                try:
+                    failure = self._canary(pool)
+                except Exception as err:  # its machinery: the plain path all the same
+                    failure = f"the canary run could not be made: {err}"
+        except Exception as err:  # the server could not even be started
+            started, failure, ready = Started(), f"its server could not start: {err}", 0.0
+        with self._lock:
+            self._starting = None
+            self._booting = None
+            closed = self._closed
+            accepted = failure is None and not closed and pool is not None
+            if accepted:
+                self._pool = pool
+                if self._active == 0:
+                    self._arm_idle_timer()
+        if not accepted or pool is None:
+            if pool is not None:
+                pool.stop()
+            if not closed and failure is not None:
+                self.give_up(failure, started.ansible)
             return None
         if not self._proved:
             self._proved = True
@@ -111,56 +163,68 @@ class WarmLifecycle:
             log.debug("warm executor's patches: %s", ", ".join(started.installed))
         return pool
 
-    def release(self) -> None:
+    def _release(self) -> None:
         with self._lock:
             self._active -= 1
             if self._active or self._pool is None:
                 return
             if self.why_plain is not None:  # given up while runs held it: now it can go
-                self._pool.stop()
-                self._pool = None
-            elif self._idle_timeout > 0:
-                timer = threading.Timer(self._idle_timeout, self._stop_if_idle)
-                timer.daemon = True
-                timer.start()
-                self._idle_timer = timer
+                pool, self._pool = self._pool, None
+            else:
+                self._arm_idle_timer()
+                return
+        pool.stop()
 
-    def give_up(self, reason: str) -> None:
+    def give_up(self, reason: str, version: str = "") -> None:
         """The plain path for good (one warning, however many runs report it)."""
         with self._lock:
-            self._give_up(reason, self.version)
-
-    def _give_up(self, reason: str, version: str) -> None:
-        if self.why_plain is not None:
-            return
-        self.why_plain = reason
+            if self.why_plain is not None:
+                return
+            self.why_plain = reason
         log.warning(
             "warm executor given up: %s (ansible-core %s); runs take the plain path from now on",
             reason,
             version or self.version,
         )
 
+    def _arm_idle_timer(self) -> None:
+        self._cancel_idle_timer()
+        if self._idle_timeout > 0:
+            timer = threading.Timer(self._idle_timeout, self._stop_if_idle)
+            timer.daemon = True
+            timer.start()
+            self._idle_timer = timer
+
+    def _cancel_idle_timer(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
     def _stop_if_idle(self) -> None:
         """The warm executor holds ~65 MB; an operator with nothing to do gives it back."""
         with self._lock:
-            if self._active == 0 and self._pool is not None:
-                log.info(
-                    "warm executors stopped after %g s without runs (they start again with "
-                    "the next run)",
-                    self._idle_timeout,
-                )
-                self._pool.stop()
-                self._pool = None
+            if self._active or self._pool is None:
+                return
+            pool, self._pool = self._pool, None
             self._idle_timer = None
+        log.info(
+            "warm executors stopped after %g s without runs (they start again with the next run)",
+            self._idle_timeout,
+        )
+        pool.stop()
 
     def close(self) -> None:
+        """Stop the server, and one that is starting, each within `pool.STOP_TIMEOUT`; no server
+        starts from now on."""
         with self._lock:
-            if self._idle_timer is not None:
-                self._idle_timer.cancel()
-                self._idle_timer = None
-            if self._pool is not None:
-                self._pool.stop()
-                self._pool = None
+            self._closed = True
+            self._cancel_idle_timer()
+            pool, self._pool = self._pool, None
+            booting = self._booting
+        for each in (pool, booting):
+            if each is not None:
+                each.stop()
+        self._starter.shutdown(wait=False, cancel_futures=True)
 
 
 def _skipped(started: Started) -> str:
@@ -168,8 +232,3 @@ def _skipped(started: Started) -> str:
     if not started.skipped:
         return ""
     return f" (not on this line: {', '.join(started.skipped)})"
-
-
-def describe(failures: list[dict[str, object]]) -> str:
-    """One line for the patches a run's jobs recorded as failed."""
-    return "; ".join(f"patch {f.get('patch')} failed in a run: {f.get('error')}" for f in failures)

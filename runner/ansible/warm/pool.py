@@ -12,14 +12,15 @@ the server unless its project has one, and such a run is handed back to the plai
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,12 +30,18 @@ from runner.ansible.warm import client as forkclient
 from runner.ansible.warm import jobenv
 from runner.util import tempdirs
 
+log = logging.getLogger("runner.executor")
+
 PLAYBOOK_SOCKET_ENV = jobenv.PLAYBOOK_SOCKET_ENV
 MODULE_SOCKET_ENV = jobenv.MODULE_SOCKET_ENV
 _PER_RUN = ("ANSIBLE_CACHE_PLUGIN_CONNECTION",)
 #: The servers' sockets and clients (removed on stop, and by the next operator if this one
 #: was killed).
 WARM_DIR_PREFIX = "operator-runner-warm-"
+#: Seconds a stop waits for the server after SIGTERM before SIGKILL: its exit handlers (Ansible's
+#: local temp folder) take well under a second even on a saturated machine
+#: (tests/integration/test_warm_stop.py measures it on every line).
+STOP_TIMEOUT = 5.0
 
 
 def runner_env(base: Mapping[str, str]) -> dict[str, str]:
@@ -79,6 +86,7 @@ class WarmPool:
             self.dir / jobenv.CLIENT_NAME, sys.executable, MODULE_SOCKET_ENV, [sys.executable]
         )
         run_env = runner_env(base_env)
+        self._local_tmp = run_env.get("ANSIBLE_LOCAL_TEMP", "")
         for key in _PER_RUN:
             run_env.pop(key, None)
         # One server for both kinds (their common imports held once); the playbook kind's
@@ -133,30 +141,33 @@ class WarmPool:
             failure=f"patch {failed['patch']} failed: {failed['error']}" if failed else None,
         )
 
-    def failure_record(self) -> Path:
-        """A new file for one run's jobs to record a patch that failed in them."""
-        return self.failures / uuid.uuid4().hex
-
-    @staticmethod
-    def read_failures(record: Path) -> list[dict[str, Any]]:
-        """What the run's jobs recorded in `record` (removed), [] when nothing failed."""
-        try:
-            text = record.read_text(encoding="utf-8")
-        except OSError:
-            return []
-        record.unlink(missing_ok=True)
-        failures = []
-        for line in text.splitlines():
-            try:
-                failures.append(json.loads(line))
-            except ValueError:
-                failures.append({"patch": "?", "error": line[:200], "redo": True})
-        return failures
-
     def stop(self) -> None:
-        self._proc.terminate()
-        try:
-            self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
+        """SIGTERM (the server runs its exit handlers: Ansible's local temp folder goes), SIGKILL
+        when it has not exited within STOP_TIMEOUT (then its temp folder is removed here); its
+        own folder (sockets, clients, failure records) goes either way. Idempotent."""
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                log.warning(
+                    "warm executor's server (pid %d) did not stop within %g s of SIGTERM: killed",
+                    self._proc.pid,
+                    STOP_TIMEOUT,
+                )
+                self._proc.kill()
+                self._proc.wait()
+                self._remove_local_tmp()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _remove_local_tmp(self) -> None:
+        """The server's Ansible local temp folder (`ansible-local-<pid><8 random>`, made by
+        ansible-core's configuration in ANSIBLE_LOCAL_TEMP), which its exit handlers would have
+        removed."""
+        if not self._local_tmp:
+            return
+        prefix = f"ansible-local-{self._proc.pid}"
+        with contextlib.suppress(OSError):
+            for path in Path(self._local_tmp).iterdir():
+                if path.name.startswith(prefix) and len(path.name) == len(prefix) + 8:
+                    shutil.rmtree(path, ignore_errors=True)
