@@ -42,8 +42,8 @@ FENCES: dict[str, tuple[str, ...]] = {
     "runner/ansible/warm/": ("ansible", "jinja2", "kubernetes"),
     # kopf, imported without kubernetes, and its reactor's patches
     "runner/app/source/kopf_import.py": ("kopf",),
-    # ansible-runner's pexpect child, closed promptly (issue 35 item 4 moves it into a fence)
-    "runner/ansible/executor.py": ("pexpect",),
+    # ansible-runner's pexpect child, closed without pexpect's sleep (verified versions only)
+    "runner/ansible/ptyclose.py": ("pexpect", "ptyprocess"),
 }
 #: Not the runner's code: Ansible's modules and plugins of the bundled collection.
 OUTSIDE = ("runner/ansible/collections/",)

@@ -37,6 +37,9 @@ REPO = Path(__file__).resolve().parents[2]
         "import pexpect\npexpect.spawn = object",
         "import pexpect\nsetattr(pexpect, 'spawn', object)",
         "import pexpect\ndel pexpect.spawn",
+        "from ptyprocess import PtyProcess\nPtyProcess.delayafterclose = 0",
+        "import pexpect\npexpect.spawn._spawn",
+        "from pexpect import pty_spawn\npty_spawn._wrap_ptyprocess_err",
         # an object's private name that no code of ours defines (aiohttp's site._server)
         "async def f(site):\n    return site._server",
         # a package handed on by a module of ours is still that package
