@@ -24,7 +24,7 @@ mkdir -p "$PEER"
 
 install_python_side() {  # $PEER/venv, made again when its requirements or the installer change
   local stamp
-  stamp=$PEER/venv/.stamp-$(sha256sum "$repo/bench/peer-requirements.txt" "$repo/hack/install_collections.py" | sha256sum | cut -c1-16)
+  stamp=$PEER/venv/.stamp-$(sha256sum "$repo/bench/peer-requirements.txt" "$repo/hack/install_collections.py" "$repo/runner/util/lines.txt" | sha256sum | cut -c1-16)
   [ ! -f "$stamp" ] || return 0
   echo "peer: installing the Python side into $PEER/venv ..." >&2
   rm -rf "$PEER/venv"

@@ -7,9 +7,9 @@ source our machines reach; Ansible Galaxy is not). The whole distribution is ~55
 (~1 MB) into <site-packages>/ansible_collections, where ansible-core finds it with no
 configuration. The wheel is verified against a pinned sha256 first.
 
-Which `ansible` release: the newest of the line of the ansible-core installed in this Python
-(ansible 8.x goes with ansible-core 2.15, ... 14.x with 2.21), or the line given with
-`--line 2.18`. hack/lines.sh lists the lines and their Pythons.
+Which `ansible` release: the one runner/util/lines.txt names for the line of the ansible-core
+installed in this Python (ansible 8.x goes with ansible-core 2.15, ... 14.x with 2.21), or for
+the line given with `--line 2.18`; with the sha256 of its wheel and the kubernetes.core inside.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib.metadata
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -24,20 +25,27 @@ import sysconfig
 import tempfile
 import zipfile
 from pathlib import Path
+from types import ModuleType
 
-# ansible-core line: (the newest `ansible` release of that line, sha256 of its wheel, the
-# kubernetes.core version inside, for the messages and docs)
-# fmt: off
+
+def _lines() -> ModuleType:
+    """runner/util/lines.py, loaded by its path: this script runs before the runner is
+    installed (the base image's build copies the two files of the list alone)."""
+    path = Path(__file__).resolve().parent.parent / "runner" / "util" / "lines.py"
+    spec = importlib.util.spec_from_file_location("operator_runner_lines", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+LINES = _lines()
+# ansible-core line: (its `ansible` release, sha256 of its wheel, the kubernetes.core inside)
 ANSIBLE: dict[str, tuple[str, str, str]] = {
-    "2.15": ("8.7.0", "fa7d3bc2dfdb0ab031df645814ff86b15cb5ec041bfbee4041f795abfa5646ca", "2.4.0"),
-    "2.16": ("9.13.0", "b64c6e8cad0171576e0ed4b1fd48a5dc551128580dbb979d0e8b4cd85b969074", "2.4.2"),
-    "2.17": ("10.7.0", "0089f08e047ceb70edd011be009f5c6273add613fbe491e9697c0556c989d8ea", "3.2.0"),
-    "2.18": ("11.13.0", "7f1c9c6a6026ff214d9240647e4d2b019b2a9d4c7a2bc733932bcf92af80ab04", "5.4.1"),  # noqa: E501
-    "2.19": ("12.3.0", "cd156f82fa87f7a899212b0efa9f7ca3a24d609212de9f78428a572eb01e5414", "6.2.0"),
-    "2.20": ("13.8.0", "daf9c9a2850bbc6c098ba3368aeba99d4ae37c90bca47f974dc19342c0571361", "6.4.0"),
-    "2.21": ("14.5.0", "245623ccc2d31d0f6f4bdb63168d550cad305fb032cc43d96e8f61ce8ab0ba84", "6.6.0"),
+    line.name: (line.ansible, line.ansible_sha256, line.kubernetes_core)
+    for line in LINES.TABLE.lines
 }
-# fmt: on
 COLLECTIONS = ("kubernetes/core",)
 
 

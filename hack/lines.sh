@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The ansible-core lines operator-runner supports, and the Pythons each one runs on (among the
-# project's 3.11-3.13, as ansible-core's own control-node support matrix says). One place: the
-# Makefile, hack/venv.sh, hack/lock.sh and hack/test.sh read it here. Each line's `ansible`
-# community package (where kubernetes.core comes from) is in hack/install_collections.py, its
-# exact versions in constraints/ansible-core-<line>.txt.
+# project's 3.11-3.13, as ansible-core's own control-node support matrix says), read from the one
+# list, runner/util/lines.txt (its `ansible` community release, kubernetes.core and Debian suite
+# are there too). The Makefile, hack/venv.sh, hack/lock.sh, hack/test.sh and hack/image.sh ask here;
+# each line's exact versions are in constraints/ansible-core-<line>.txt.
 #
 #   hack/lines.sh default            the default line (2.18)
 #   hack/lines.sh list               every line, oldest first
+#   hack/lines.sh ends               the oldest and the newest line (make test's LINES_FULL)
 #   hack/lines.sh pythons LINE       the Python versions LINE supports, newest first
 #   hack/lines.sh check LINE [PY]    exit 1 with one line naming the supported ones when LINE is
 #                                    not a line here, or (with PY, e.g. 3.11) LINE does not run on PY
@@ -20,28 +21,20 @@
 #                                    Python on the same Debian, python:3.X-slim-SUITE
 set -euo pipefail
 
-# The default: the line today's operator-sdk images (ansible-operator-plugins v1.37 and later)
-# ship, so that a project moved over runs its roles unmodified; it runs on all three Pythons.
-DEFAULT=2.18
-# line: Pythons, newest first
-declare -A PYTHONS=(
-  [2.15]="3.11"
-  [2.16]="3.12 3.11"
-  [2.17]="3.12 3.11"
-  [2.18]="3.13 3.12 3.11"
-  [2.19]="3.13 3.12 3.11"
-  [2.20]="3.13 3.12"
-  [2.21]="3.13 3.12"
-)
-LINES="2.15 2.16 2.17 2.18 2.19 2.20 2.21"
-# The image's Debian: its python3 must be one the line runs on. Bookworm's is 3.11 (every line up
-# to 2.19 runs on it; the default line's image stays what it was); trixie's is 3.13, for 2.20 and
-# 2.21, which do not run on 3.11.
-declare -A DEBIAN=([2.15]=bookworm [2.16]=bookworm [2.17]=bookworm [2.18]=bookworm [2.19]=bookworm
-  [2.20]=trixie [2.21]=trixie)
-declare -A DEBIAN_PYTHON=([bookworm]=3.11 [trixie]=3.13)
-
 here=$(cd "$(dirname "$0")" && pwd)
+TABLE=$here/../runner/util/lines.txt
+[ -r "$TABLE" ] || { echo "hack/lines.sh: $TABLE is missing" >&2; exit 1; }
+
+# row KIND: the rows of that kind, comments stripped
+row() { sed 's/#.*//' "$TABLE" | awk -v kind="$1" '$1 == kind'; }
+DEFAULT=$(row default | awk '{print $2}')
+LINES=$(row line | awk '{print $2}' | paste -sd' ' -)
+declare -A PYTHONS=() DEBIAN=() DEBIAN_PYTHON=()
+while read -r _ line pythons _ _ _ suite; do
+  PYTHONS[$line]=${pythons//,/ }
+  DEBIAN[$line]=$suite
+done < <(row line)
+while read -r _ suite python; do DEBIAN_PYTHON[$suite]=$python; done < <(row debian)
 
 die() { echo "$*" >&2; exit 1; }
 
@@ -58,6 +51,7 @@ check() { # check LINE [PY]
 case "${1:-}" in
   default) echo "$DEFAULT" ;;
   list) echo "$LINES" ;;
+  ends) read -r -a all <<<"$LINES"; echo "${all[0]} ${all[-1]}" ;;
   pythons) check "${2:?usage: hack/lines.sh pythons LINE}"; echo "${PYTHONS[$2]}" ;;
   check) check "${2:?usage: hack/lines.sh check LINE [PYTHON_VERSION]}" "${3:-}" ;;
   python)
@@ -73,5 +67,5 @@ case "${1:-}" in
     check "${2:?usage: hack/lines.sh python-image LINE}"
     echo "python:${DEBIAN_PYTHON[${DEBIAN[$2]}]}-slim-${DEBIAN[$2]}"
     ;;
-  *) die "usage: hack/lines.sh default|list|pythons LINE|check LINE [PY]|python LINE|venv LINE|constraints LINE|debian LINE|python-image LINE" ;;
+  *) die "usage: hack/lines.sh default|list|ends|pythons LINE|check LINE [PY]|python LINE|venv LINE|constraints LINE|debian LINE|python-image LINE" ;;
 esac

@@ -46,7 +46,7 @@ export ANSIBLE_CORE=$LINE VENV
 # Most integration tests wait on the API server, a Lease or a role, so two overlap well even
 # on 2 CPUs. PYTEST_WORKERS=0 runs them in one process.
 PYTEST_WORKERS=${PYTEST_WORKERS:-2}
-LINES_FULL=${LINES_FULL:-2.15 2.21}
+LINES_FULL=${LINES_FULL:-$(hack/lines.sh ends)}
 export LINES_FULL
 OTHERS_LOG=.venv-others.log
 LINES_LOG=.venv-lines.log

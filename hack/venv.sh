@@ -74,7 +74,7 @@ main() {
   venv=${2:?usage: hack/venv.sh PYTHON DIR [LINE]}
   line=${3:-$("$here/lines.sh" default)}
   check_inputs
-  key=$(cat "$repo/pyproject.toml" "$constraints" "$repo/hack/install_collections.py" |
+  key=$(cat "$repo/pyproject.toml" "$constraints" "$repo/hack/install_collections.py" "$repo/runner/util/lines.txt" |
     sha256sum | cut -c1-16)-ansible-core-$line-$version
   up_to_date && return 0
   local start=$SECONDS

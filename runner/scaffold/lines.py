@@ -1,7 +1,7 @@
 """The ansible-core lines a project can be written for, and the one ``init`` picks.
 
-The same lines as the repository's ``hack/lines.sh`` (tests/unit/test_lines.py keeps them
-equal): 2.15 (operator-sdk v1.31 to v1.35's images) to 2.21 (the current release). A project
+The lines of the one list, runner/util/lines.txt: 2.15 (operator-sdk v1.31 to v1.35's images)
+to 2.21 (the current release). A project
 records its line in PROJECT, the Makefile (``ANSIBLE_CORE``, the image's build argument), the
 Dockerfile (which checks that the operator-runner image it is built on has that line) and
 requirements.txt (the pip way: ansible-core and the ``ansible`` community package of the line,
@@ -13,23 +13,17 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Final
 
+from runner.util import lines
+
 from .names import ScaffoldError
 
 __all__ = ["ANSIBLE_PACKAGE", "DEFAULT_LINE", "LINES", "check_line", "installed_line"]
 
-LINES: Final = ("2.15", "2.16", "2.17", "2.18", "2.19", "2.20", "2.21")
+LINES: Final = lines.NAMES
 # The line today's operator-sdk images ship: roles moved over run unmodified.
-DEFAULT_LINE: Final = "2.18"
+DEFAULT_LINE: Final = lines.DEFAULT
 # ansible-core line -> the major version of the `ansible` community package built on it
-ANSIBLE_PACKAGE: Final = {
-    "2.15": 8,
-    "2.16": 9,
-    "2.17": 10,
-    "2.18": 11,
-    "2.19": 12,
-    "2.20": 13,
-    "2.21": 14,
-}
+ANSIBLE_PACKAGE: Final = {line.name: line.ansible_major for line in lines.TABLE.lines}
 
 
 def check_line(line: str) -> str:

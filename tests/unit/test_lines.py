@@ -1,5 +1,7 @@
-"""The ansible-core lines: one list, in hack/lines.sh, hack/install_collections.py, the
-constraints files, pyproject.toml's ranges and `init`; and the scripts refuse what does not fit."""
+"""The ansible-core lines: one list, runner/util/lines.txt, read by hack/lines.sh,
+hack/install_collections.py, the warm executor's registry and `init`; the constraints files,
+pyproject.toml's ranges and the base image's defaults kept to it; and the scripts refuse what
+does not fit."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from packaging.version import Version
 
 from runner.ansible.warm.patches import registry
 from runner.scaffold.lines import ANSIBLE_PACKAGE, DEFAULT_LINE, LINES
+from runner.util import lines
 
 REPO = Path(__file__).resolve().parents[2]
 LINES_SH = REPO / "hack" / "lines.sh"
@@ -48,14 +51,45 @@ def pins(path: Path) -> dict[str, list[str]]:
 
 
 def test_one_list_of_lines_everywhere() -> None:
+    assert LINES == lines.NAMES and DEFAULT_LINE == lines.DEFAULT
     assert lines_sh("list").stdout.split() == list(LINES)
     assert lines_sh("default").stdout.strip() == DEFAULT_LINE
+    assert lines_sh("ends").stdout.split() == [LINES[0], LINES[-1]]
+    for line in lines.TABLE.lines:
+        assert lines_sh("pythons", line.name).stdout.split() == list(line.pythons)
+        assert lines_sh("debian", line.name).stdout.strip() == line.debian
+        assert ANSIBLE_PACKAGE[line.name] == line.ansible_major
     table = install_collections().ANSIBLE
     assert list(table) == list(LINES)
-    for line, (ansible, _sha, _core) in table.items():
-        assert int(ansible.split(".")[0]) == ANSIBLE_PACKAGE[line], line
     # a line added without verifying the warm executor's patches on it would run plain
     assert registry.CORE_LINES == LINES
+
+
+def test_pyprojects_ranges_and_markers_cover_exactly_the_lines() -> None:
+    """pyproject.toml cannot read the list: its ansible-core range and the `lines` marker's
+    description are kept to it here."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    core = next(
+        Requirement(r) for r in project["project"]["dependencies"] if r.startswith("ansible-core")
+    )
+    first, last = LINES[0], LINES[-1]
+    after = f"{last.split('.')[0]}.{int(last.split('.')[1]) + 1}"
+    assert str(core.specifier) == f"<{after},>={first}", core
+    pythons = {python for line in lines.TABLE.lines for python in line.pythons}
+    low, high = min(pythons, key=Version), max(pythons, key=Version)
+    high_next = f"3.{int(high.split('.')[1]) + 1}"
+    assert project["project"]["requires-python"] == f">={low},<{high_next}"
+    marker = next(
+        m for m in project["tool"]["pytest"]["ini_options"]["markers"] if m.startswith("lines:")
+    )
+    assert f"{first}, {last}" in marker, marker
+
+
+def test_a_malformed_list_is_refused_naming_the_row() -> None:
+    with pytest.raises(ValueError, match=r"x\.txt:2: not a line"):
+        lines.parse("default 2.18\nline 2.18 3.13\n", "x.txt")
+    with pytest.raises(ValueError, match=r"default line '2\.99'"):
+        lines.parse("default 2.99\n", "x.txt")
 
 
 @pytest.mark.parametrize("line", LINES)
