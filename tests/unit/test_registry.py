@@ -4,6 +4,7 @@ verified on, any failure names the patch, the start-up report says what was done
 
 from __future__ import annotations
 
+import ast
 import json
 import types
 from pathlib import Path
@@ -12,7 +13,8 @@ import pytest
 
 from runner.ansible.warm.jobenv import TEST_RENAME_ENV
 from runner.ansible.warm.patches import apply, registry
-from runner.ansible.warm.patches.registry import Patch
+from runner.ansible.warm.patches.registry import Patch, Target
+from runner.util import lines
 
 CALLS: list[str] = []
 
@@ -50,59 +52,33 @@ class Owner(Base):
         pass
 
 
+def fake(
+    name: str,
+    install: str,
+    check: str = "",
+    lines: str = "2.18",
+    phase: str = "playbook-warmed",
+    targets: tuple[str | Target, ...] = (f"{__name__}:Owner.method",),
+    absent: str = "",
+) -> Patch:
+    return Patch(
+        name, phase, 1, "what", targets, lines, HERE + install, HERE + check, absent=absent
+    )
+
+
 @pytest.fixture
 def patches(monkeypatch: pytest.MonkeyPatch) -> dict[str, Patch]:
     table = {
-        "ok": Patch(
-            "ok",
-            "playbook",
-            (f"{__name__}:Owner.method", "target a, described"),
-            ("2.18",),
-            HERE + "install_ok",
-            HERE + "check_ok",
-        ),
-        "old": Patch(
-            "old",
-            "playbook",
-            (f"{__name__}:Owner.method", "target b, described"),
-            ("2.15",),
-            HERE + "install_broken",
-            HERE + "x",
-        ),
-        "unused": Patch(
-            "unused",
-            "any",
-            (f"{__name__}:Owner.method", "target c, described"),
-            ("2.18",),
-            HERE + "install_not_here",
-            "",
-        ),
-        "module": Patch(
-            "module",
-            "module",
-            (f"{__name__}:Owner.method", "target d, described"),
-            ("2.18",),
-            HERE + "install_broken",
-            "",
-        ),
-        "broken": Patch(
-            "broken",
-            "playbook",
-            (f"{__name__}:Owner.method", "target e, described"),
-            ("2.18",),
-            HERE + "install_broken",
-            "",
-        ),
-        "unchecked": Patch(
-            "unchecked",
-            "playbook",
-            (f"{__name__}:Owner.method", "target f, described"),
-            ("2.18",),
-            HERE + "install_ok",
-            HERE + "check_broken",
-        ),
+        "ok": fake("ok", "install_ok", "check_ok"),
+        "old": fake("old", "install_broken", lines="2.15"),  # would fail: not installed
+        "gone": fake("gone", "install_broken", lines="2.19", absent="2.18"),  # nothing to do
+        "unused": fake("unused", "install_not_here", phase="sealed"),
+        "module": fake("module", "install_broken", phase="module-imported"),
+        "broken": fake("broken", "install_broken"),
+        "unchecked": fake("unchecked", "install_ok", "check_broken"),
     }
     monkeypatch.setattr(apply, "BY_NAME", table)
+    monkeypatch.setattr(registry, "PATCHES", tuple(table.values()))
     CALLS.clear()
     return table
 
@@ -115,13 +91,51 @@ def test_a_versions_line() -> None:
     assert not registry.verified("2.22") and not registry.verified("2.14")
 
 
-def test_every_patch_is_registered_once_with_its_lines() -> None:
+def test_every_patch_is_registered_once_in_a_phase_with_checked_targets() -> None:
     names = [patch.name for patch in registry.PATCHES]
     assert len(names) == len(set(names))
+    phases = [phase for phase, _, _ in registry.PHASES]
     for patch in registry.PATCHES:
-        assert patch.lines and set(patch.lines) <= set(registry.CORE_LINES), patch.name
-        assert patch.kind in ("playbook", "module", "any"), patch.name
-        assert patch.targets and ":" in patch.install and ":" in patch.check, patch.name
+        assert patch.phase in phases, patch.name
+        assert patch.targets and patch.what, patch.name
+        assert ":" in patch.install and ":" in patch.check, patch.name
+        assert patch.install.startswith("runner.ansible.warm.patches."), patch.name  # patches/
+        for line in lines.NAMES:
+            for target in patch.targets_on(line):
+                assert registry.TARGET.match(target), (patch.name, target)
+    for phase in phases:
+        orders = [patch.order for patch in registry.in_phase(phase)]
+        assert orders == sorted(set(orders)), phase
+
+
+def test_every_line_is_decided_by_every_patch_and_listed_never_implied() -> None:
+    """The verification the registry asks for when a line is added to runner/util/lines.txt:
+    each patch lists it among the lines it is verified on, or those it has nothing to do on
+    (docs/contributing-lines-and-patches.md). Listed in the patch itself, as a literal."""
+    for patch in registry.PATCHES:
+        assert not set(patch.verified_on) & set(patch.absent_on), patch.name
+        for line in lines.NAMES:
+            assert line in patch.verified_on + patch.absent_on, (
+                f"patch {patch.name} says nothing of ansible-core {line}: verify it there and "
+                "list the line in its `lines` (or `absent`)"
+            )
+        for target in patch.targets:
+            if isinstance(target, Target):
+                assert set(target.lines.split()) <= set(patch.verified_on), patch.name
+    assert registry.CORE_LINES == lines.NAMES
+    tree = ast.parse(Path(registry.__file__).read_text(encoding="utf-8"))
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("Patch", "Target")
+    ]
+    assert len([c for c in calls if getattr(c.func, "id", "") == "Patch"]) == len(registry.PATCHES)
+    for call in calls:
+        listed = [*call.args[-1:]] if getattr(call.func, "id", "") == "Target" else []
+        if getattr(call.func, "id", "") == "Patch":
+            listed = [call.args[5], *(k.value for k in call.keywords if k.arg == "absent")]
+        for node in listed:
+            assert isinstance(node, ast.Constant) and isinstance(node.value, str), ast.dump(node)
 
 
 def test_a_line_outside_the_core_is_refused_naming_the_version(patches: dict[str, Patch]) -> None:
@@ -131,12 +145,19 @@ def test_a_line_outside_the_core_is_refused_naming_the_version(patches: dict[str
     assert "ansible-core 2.22.0" in failed.value.error and "2.15 to 2.21" in failed.value.error
 
 
-def test_patches_install_on_their_lines_only(patches: dict[str, Patch], tmp_path: Path) -> None:
+def test_patches_install_on_their_lines_in_their_phase(
+    patches: dict[str, Patch], tmp_path: Path
+) -> None:
     applied = apply.start(["playbook"], version="2.18.19")
-    assert apply.install("ok") and CALLS == ["install"]
-    assert not apply.install("old")  # verified on 2.15 only: not installed (would raise)
-    assert not apply.install("unused")  # it says it does not apply here
-    assert not apply.install("module")  # no module kind served
+    with pytest.raises(apply.PatchFailed, match="outside its phase playbook-warmed"):
+        apply.install("ok")
+    patches.pop("broken")
+    patches.pop("unchecked")
+    monkeypatched = tuple(patches.values())
+    registry.PATCHES = monkeypatched  # the fixture restores it
+    assert apply.install_phase("playbook-warmed") == ["ok"] and CALLS == ["install"]
+    assert apply.install_phase("module-imported") == []  # no module kind served
+    assert apply.install_phase("sealed") == []  # it says it does not apply here
     apply.check_all()
     assert CALLS == ["install", "check"]
     assert (applied.installed, applied.skipped, applied.unused) == (["ok"], ["old"], ["unused"])
@@ -146,7 +167,9 @@ def test_patches_install_on_their_lines_only(patches: dict[str, Patch], tmp_path
         "ansible": "2.18.19",
         "line": "2.18",
         "installed": ["ok"],
-        "skipped": ["old"],
+        "skipped": ["old"],  # not verified on 2.18 yet; "gone" has nothing to do there
+        "unused": ["unused"],
+        "phases": {"playbook-warmed": ["ok"]},
         "failed": None,
     }
 
@@ -154,7 +177,8 @@ def test_patches_install_on_their_lines_only(patches: dict[str, Patch], tmp_path
 def test_a_failing_install_or_check_names_the_patch(
     patches: dict[str, Patch], tmp_path: Path
 ) -> None:
-    apply.start(["playbook"], version="2.18.19")
+    applied = apply.start(["playbook"], version="2.18.19")
+    applied.phase = "playbook-warmed"
     with pytest.raises(apply.PatchFailed) as failed:
         apply.install("broken")
     assert failed.value.patch == "broken"
@@ -183,11 +207,31 @@ def test_the_test_rename_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not hasattr(target.Inner, "method") and target.Inner.method_renamed is len
 
 
-def test_a_target_that_is_not_there_fails_the_install(patches: dict[str, Patch]) -> None:
-    apply.start(["playbook"], version="2.18.19")
-    for target in (f"{__name__}:Owner.gone", f"{__name__}:Owner.inherited", "no_such_module:x"):
-        patches["ok"] = Patch("ok", "playbook", (target,), ("2.18",), HERE + "install_ok", "")
-        with pytest.raises(apply.PatchFailed) as failed:
-            apply.install("ok")
-        assert failed.value.patch == "ok" and "install:" in failed.value.error, target
+@pytest.mark.parametrize(
+    "target",
+    [
+        f"{__name__}:Owner.gone",
+        f"{__name__}:Owner.inherited",  # defined on its base class, not on Owner
+        "no_such_module:x",
+        f"{__name__}: Owner.method, described",  # no description escapes the look-up
+        Target(f"{__name__}:Owner.gone", "2.18"),
+    ],
+)
+def test_a_target_that_is_not_there_fails_the_install(
+    patches: dict[str, Patch], target: str | Target
+) -> None:
+    applied = apply.start(["playbook"], version="2.18.19")
+    applied.phase = "playbook-warmed"
+    patches["ok"] = fake("ok", "install_ok", targets=(f"{__name__}:Owner.method", target))
+    with pytest.raises(apply.PatchFailed) as failed:
+        apply.install("ok")
+    assert failed.value.patch == "ok" and "install:" in failed.value.error, target
     assert CALLS == []  # never installed
+
+
+def test_a_target_of_other_lines_is_not_looked_up(patches: dict[str, Patch]) -> None:
+    applied = apply.start(["playbook"], version="2.18.19")
+    applied.phase = "playbook-warmed"
+    elsewhere = Target(f"{__name__}:Owner.gone", "2.19")
+    patches["ok"] = fake("ok", "install_ok", targets=(f"{__name__}:Owner.method", elsewhere))
+    assert apply.install("ok") and CALLS == ["install"]

@@ -1,11 +1,12 @@
 """The registry's patches installed and checked in the fork server, and its start-up report.
 
 `start` reads the ansible-core version and refuses a line the core is not verified on;
-`install(name)` is called by the preload at the point where that patch belongs (the order of
-the imports matters), and installs it only when it is verified on the running line;
-`check_all` runs the installed patches' checks. Any exception is a `PatchFailed` naming the
-patch: the server reports it (`report`, read by the operator's `WarmPool`) and exits, and the
-operator takes the plain path for good.
+`install_phase(phase)` is called by the preload and the server where that phase falls (the
+order of the imports matters) and installs the registry's patches of the phase, in their
+order, each only when it is verified on the running line (`install` refuses a patch outside its
+phase); `check_all` runs the installed patches' checks. Any exception is a `PatchFailed` naming
+the patch: the server reports it (`report`, read by the operator's `WarmPool`: with the patches
+each phase installed) and exits, and the operator takes the plain path for good.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from runner.ansible.warm.jobenv import TEST_RENAME_ENV
+from runner.ansible.warm.patches import registry
 from runner.ansible.warm.patches.registry import BY_NAME, CORE_LINES, line_of
 
 
@@ -37,6 +38,8 @@ class Applied:
     installed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # not verified on this line
     unused: list[str] = field(default_factory=list)  # not needed here (said its install)
+    phase: str = ""  # the phase being installed
+    phases: dict[str, list[str]] = field(default_factory=dict)  # phase -> installed, in order
 
 
 _APPLIED: list[Applied] = []
@@ -73,12 +76,12 @@ def resolve(where: str) -> Callable[[], Any]:
     return function
 
 
-_TARGET = re.compile(r"^[\w.]+:[\w.]+$")  # module:attribute (anything else describes one)
-
-
 def find_target(target: str) -> None:
     """Raise when `target` ("module:Owner.attribute") is not there, the attribute defined on
-    that very owner (not inherited from a base class ansible-core moved it to)."""
+    that very owner (not inherited from a base class ansible-core moved it to), or is not
+    written that way."""
+    if not registry.TARGET.match(target):
+        raise ValueError(f"{target!r} is not a target (module:Owner.attribute)")
     module, _, path = target.partition(":")
     owner: Any = importlib.import_module(module)
     *parents, attribute = path.split(".")
@@ -89,19 +92,32 @@ def find_target(target: str) -> None:
         raise AttributeError(f"{target} is not there")
 
 
+def install_phase(phase: str) -> list[str]:
+    """Install the registry's patches of `phase`, in their order (module doc); the names of
+    those installed."""
+    applied = state()
+    applied.phase = phase
+    try:
+        return [patch.name for patch in registry.in_phase(phase) if install(patch.name)]
+    finally:
+        applied.phase = ""
+
+
 def install(name: str) -> bool:
-    """Install patch `name` if it is verified on the running line and its kind is served;
-    False when it is not (or it says it does not apply here)."""
+    """Install patch `name` (in its phase: `install_phase`) if it is verified on the running
+    line and its kind is served; False when it is not (or it says it does not apply here)."""
     applied, patch = state(), BY_NAME[name]
+    if applied.phase != patch.phase:
+        raise PatchFailed(name, f"install: outside its phase {patch.phase} ({applied.phase!r})")
     if patch.kind != "any" and patch.kind not in applied.kinds:
         return False
-    if applied.line not in patch.lines:
-        applied.skipped.append(name)
+    if applied.line not in patch.verified_on:
+        if applied.line not in patch.absent_on:
+            applied.skipped.append(name)
         return False
     try:
-        for target in patch.targets:
-            if _TARGET.match(target):
-                find_target(target)
+        for target in patch.targets_on(applied.line):
+            find_target(target)
         done = resolve(patch.install)()
     except Exception as err:
         raise PatchFailed(name, f"install: {type(err).__name__}: {err}") from err
@@ -109,6 +125,7 @@ def install(name: str) -> bool:
         applied.unused.append(name)
         return False
     applied.installed.append(name)
+    applied.phases.setdefault(patch.phase, []).append(name)
     return True
 
 
@@ -136,6 +153,8 @@ def report(path: str, failure: PatchFailed | None) -> None:
         "line": applied.line if applied else None,
         "installed": applied.installed if applied else [],
         "skipped": applied.skipped if applied else [],
+        "unused": applied.unused if applied else [],
+        "phases": applied.phases if applied else {},
         "failed": {"patch": failure.patch, "error": failure.error} if failure else None,
     }
     partial = f"{path}.tmp"

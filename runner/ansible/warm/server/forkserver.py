@@ -222,8 +222,8 @@ def serve(sockets: Mapping[str, str]) -> None:
         import gc
 
         gc.collect()
-        if apply.install("immortal"):  # jobs' reference counting leaves them alone
-            apply.check("immortal")
+        for name in apply.install_phase("sealed"):  # immortal: jobs' refcounts leave them alone
+            apply.check(name)
         gc.freeze()  # jobs' garbage collections leave the preloaded objects (their pages) alone
     except apply.PatchFailed as failed:
         apply.report(status, failed)

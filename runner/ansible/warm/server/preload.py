@@ -1,6 +1,7 @@
 """What the fork server imports and warms once, before it forks jobs, with the registry's
-patches installed where each belongs (`apply.install`: only those verified on the running
-line)."""
+patches installed in the phases the registry gives them (`apply.install_phase`: in their order,
+only those verified on the running line). Where each phase falls between the imports is here;
+which patches it installs, and in which order, is the registry's."""
 
 from __future__ import annotations
 
@@ -69,42 +70,21 @@ def preload_for(kind: str) -> None:
         _preload(kind)
 
 
-# The playbook kind's patches, installed in this order once its modules are imported (the
-# plugin warm-up, between them, runs inside the routing metadata's compaction).
-PLAYBOOK_BEFORE_WARMUP = ("cli", "config-refresh", "config-defaults")
-PLAYBOOK_AFTER_WARMUP = (
-    "jinja-misses",
-    "template-cache",
-    "template-cache-jinja",
-    "direct",
-    "localtmp",
-    "collection-loader",
-    "ansiballz-cache",
-    "profile-workers",
-)
-
-
 def _preload(kind: str) -> None:
     import importlib
 
     if kind == "module":
-        apply.install("code-cache")
-        apply.install("wrapper-compile")
-        apply.install("lazy-kubernetes")  # kubernetes.client's classes imported when used
+        apply.install_phase("module-first")
     for name in PRELOAD[kind]:
         try:
             importlib.import_module(name)
         except Exception as err:  # a missing optional module only costs speed
             print(f"forkserver[{kind}]: could not preload {name}: {err}", file=sys.stderr)
     if kind == "module":
-        apply.install("kept-module-utils")
-        apply.install("module-host")
-        apply.install("module-host-flags")
+        apply.install_phase("module-imported")
     if kind == "playbook":
-        for name in PLAYBOOK_BEFORE_WARMUP:
-            apply.install(name)
-        compacting = routingmeta.compacted() if apply.install("routing-meta") else nullcontext()
+        apply.install_phase("playbook-imported")
+        compacting = routingmeta.compacted() if apply.installed("routing-meta") else nullcontext()
         with compacting:
-            apply.install("plugin-warmup")
-        for name in PLAYBOOK_AFTER_WARMUP:
-            apply.install(name)
+            apply.install_phase("playbook-warmup")
+        apply.install_phase("playbook-warmed")
