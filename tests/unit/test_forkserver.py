@@ -99,7 +99,8 @@ def test_precompiled_code_is_used_for_identical_bytes_only(
     (utils / "same.py").write_bytes(same)
     (utils / "edited.py").write_bytes(b"VALUE = 'disk'\n")
     (utils / "broken.py").write_bytes(b"def (:\n")
-    assert codecache.precompile_collections([tmp_path / "disk"]) == 2
+    assert codecache.precompile_collections([tmp_path / "disk"]) == 0  # only those named
+    assert codecache.precompile_collections([tmp_path / "disk"], ["cachetest.col"]) == 2
     # Prove which code runs: the cache entry for same.py's bytes answers with a marker.
     key = codecache.source_key(same)
     code_cache[key] = compile("VALUE = 'from the cache'", str(utils / "same.py"), "exec")
@@ -125,7 +126,7 @@ def test_cached_code_reports_the_payload_file(
     utils = _collection(tmp_path, "cachetest", "col")
     source = b"def where():\n    def inner():\n        return 1\n    return inner\n"
     (utils / "m.py").write_bytes(source)
-    codecache.precompile_collections([tmp_path])
+    codecache.precompile_collections([tmp_path], ["cachetest.col"])
     codecache.install_code_cache()
     code = zipimport._compile_source("/payload.zip/m.py", source)  # type: ignore[attr-defined]
     namespace: dict[str, object] = {}
