@@ -88,9 +88,10 @@ class Admitter:
         self.slots = slots
         self._clock = clock
 
-    def prepare(self) -> None:
-        """Get a run ready before the first review comes (a job started ahead)."""
-        self.runs.prepare_quick(self._run(""))
+    async def prepare(self) -> bool:
+        """Get a run ready before the first review comes (a job started ahead), returned once
+        it can answer at once (False: it could not be made ready)."""
+        return await self.runs.prepare_quick(self._run(""))
 
     def _run(self, extravars_text: str) -> QuickRequest:
         return QuickRequest(

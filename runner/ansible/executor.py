@@ -151,14 +151,15 @@ class Executor:
 
     def start_warm(self) -> None:
         """Start the warm executor now rather than with the first run (an operator whose
-        webhooks must answer at once); `warm_ready` says when it is up or given up."""
+        webhooks must answer at once)."""
         self._warm.start_ahead()
 
-    @property
-    def warm_ready(self) -> bool:
-        """Whether runs would start now without waiting for the warm executor: it is up, or
-        runs take the plain path."""
-        return self._warm.running or not self._warm.enabled
+    async def wait_warm(self) -> None:
+        """Until runs start without waiting for the warm executor: it is up, or given up
+        (started now if need be)."""
+        starting = self._warm.start_ahead()
+        if starting is not None:
+            await asyncio.wrap_future(starting)
 
     def close(self) -> None:
         """Stop everything within a bound: the jobs started ahead, the warm executor (a server
@@ -213,9 +214,11 @@ class Executor:
         status = "successful" if ended.rc == 0 else "failed"
         return RunResult(status, ended.rc, ended.summary, ended.tail)
 
-    def prepare_quick(self, request: QuickRequest) -> None:
-        """A job started ahead for `request`'s playbook (its extra vars come with a run)."""
-        self._quick.prepare(request.playbook, request.envvars, list(request.cmdline))
+    async def prepare_quick(self, request: QuickRequest) -> bool:
+        """A job started ahead for `request`'s playbook (its extra vars come with a run),
+        returned once it waits for them: the warm executor up (or given up) and the job's
+        start done (quickrun.py)."""
+        return await self._quick.prepare(request.playbook, request.envvars, list(request.cmdline))
 
     def _quick_spec(
         self,

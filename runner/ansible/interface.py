@@ -96,5 +96,6 @@ class QuickRuns(Protocol):
 
     async def run_quick(self, request: QuickRequest) -> RunResult: ...
 
-    def prepare_quick(self, request: QuickRequest) -> None:
-        """Get ready for runs like `request` (its extra vars are ignored): a job started ahead."""
+    async def prepare_quick(self, request: QuickRequest) -> bool:
+        """Get ready for runs like `request` (its extra vars are ignored): a job started ahead,
+        returned once it can take a request at once (False: it could not be made ready)."""

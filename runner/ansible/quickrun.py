@@ -113,6 +113,7 @@ class QuickJob:
         self.spec = spec
         self.folder = folder
         self.process = process
+        self._writer: int | None = None  # the pipe's write end, once the job reads it
 
     @classmethod
     async def start(cls, spec: JobSpec, tmp_root: Path, attempt: WarmAttempt) -> QuickJob:
@@ -144,18 +145,34 @@ class QuickJob:
     def alive(self) -> bool:
         return self.process.returncode is None
 
-    async def _hand_over(self, text: str) -> None:
-        """Write the extra vars into the pipe once the job opens it (while it lives)."""
+    async def wait_reading(self, poll: float = 0.002) -> bool:
+        """Wait until the job reads its extra vars: everything ansible-playbook does before
+        (the command line, the configuration, the plugin loaders, the inventory) is done, and
+        its run can start at once. False when it ended instead. The pipe's write end, opened
+        to see that, is kept for the hand-over (closing it would end the job's read)."""
         path = self.folder / "extravars"
-        while True:
+        while self._writer is None:
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-                break
+                self._writer = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
             except OSError as err:
                 if err.errno != errno.ENXIO or not self.alive:
-                    return  # no reader will come: the job ended, its output says why
-                await asyncio.sleep(0.002)
+                    return False  # no reader will come: the job ended, its output says why
+                await asyncio.sleep(poll)
+        return True
+
+    async def _hand_over(self, text: str) -> None:
+        """Write the extra vars into the pipe once the job opens it (while it lives)."""
+        if not await self.wait_reading():
+            return
+        fd, self._writer = self._writer, None
+        assert fd is not None
         await asyncio.to_thread(_write_blocking, fd, text.encode())
+
+    def _close_writer(self) -> None:
+        fd, self._writer = self._writer, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     async def run(self, extravars_text: str) -> Ended:
         """Give the job its extra vars and wait for it (`Ended`). Cancelled: the job is
@@ -172,10 +189,12 @@ class QuickJob:
             await asyncio.shield(self.discard())
             raise
         finally:
+            self._close_writer()
             shutil.rmtree(self.folder, ignore_errors=True)
 
     async def discard(self) -> None:
         """SIGTERM to the job's process group, SIGKILL if it is still there KILL_AFTER s later."""
+        self._close_writer()
         for sig in (signal.SIGTERM, signal.SIGKILL):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, sig)
@@ -203,7 +222,7 @@ class QuickRunner:
         self._tmp_root = tmp_root
         self._idle = idle
         self._ready: dict[JobSpec, tuple[QuickJob, WarmAttempt, asyncio.TimerHandle | None]] = {}
-        self._starting: set[asyncio.Task[None]] = set()
+        self._starting: set[asyncio.Task[Any]] = set()
         self._closed = False
         self._generation = 0  # a patch failed: the jobs started ahead before it are stale
 
@@ -262,21 +281,28 @@ class QuickRunner:
         for spec in list(self._ready):
             self._expire(spec)
 
-    def prepare(self, playbook: Path, env: Mapping[str, str], cmdline: Sequence[str]) -> None:
-        """Start a job ahead for these before the first request (the webhooks' start-up)."""
+    async def prepare(self, playbook: Path, env: Mapping[str, str], cmdline: Sequence[str]) -> bool:
+        """Start a job ahead for these before the first request (the webhooks' start-up) and
+        wait until it reads its extra vars: from then on a request is answered without waiting
+        for the warm executor's start or ansible-playbook's (False: the job ended instead, its
+        run will say why)."""
         task = asyncio.get_running_loop().create_task(self._prepare_for(playbook, env, cmdline))
         self._starting.add(task)
         task.add_done_callback(self._starting.discard)
+        return await task
 
     async def _prepare_for(
         self, playbook: Path, env: Mapping[str, str], cmdline: Sequence[str]
-    ) -> None:
+    ) -> bool:
         attempt = await self._new_attempt()
         try:
             spec = self._spec_for(attempt, playbook, env, cmdline)
         finally:
             attempt.abandon()
-        self._start_ahead(spec)
+        if spec not in self._ready:
+            await self._prepare(spec)
+        ready = self._ready.get(spec)
+        return ready is not None and await ready[0].wait_reading(poll=0.01)
 
     def _take(self, spec: JobSpec) -> tuple[QuickJob, WarmAttempt] | None:
         ready = self._ready.pop(spec, None)

@@ -172,8 +172,9 @@ class FakeRuns:
         self.prepared: list[QuickRequest] = []
         self.cancelled = 0
 
-    def prepare_quick(self, request: QuickRequest) -> None:
+    async def prepare_quick(self, request: QuickRequest) -> bool:
         self.prepared.append(request)
+        return True
 
     async def run_quick(self, request: QuickRequest) -> RunResult:
         self.requests.append(request)
@@ -350,6 +351,6 @@ def test_a_finalizer_only_update_is_allowed_without_a_run() -> None:
 
 def test_an_admitter_gets_a_run_ready_before_the_first_review() -> None:
     runs = FakeRuns()
-    admitter(runs, Admission(role="/r")).prepare()
+    assert asyncio.run(admitter(runs, Admission(role="/r")).prepare())
     (ready,) = runs.prepared
     assert ready.playbook == Path("/p/validate.yml") and ready.envvars == {"KUBECONFIG": "/k"}

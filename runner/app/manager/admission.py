@@ -9,13 +9,16 @@ What the configurations need from the cluster is asked when the server listens: 
 resource names (discovery; before the CRD is installed: Kubebuilder's plural of the kind) and
 who the operator is (a SelfSubjectReview), so that its own writes skip its webhooks: when it
 runs deployed or as a service account; under `make run` it runs as the developer, whose requests
-must be admitted (its finalizer updates are then allowed by the admitter without a run).
+must be admitted (its finalizer updates are then allowed by the admitter without a run). They
+are handed over once every admitter can answer at once (`ready`: a job started ahead reads its
+vars), so that nothing is refused because the operator was not ready yet.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,8 @@ log = logging.getLogger("runner.webhooks")
 #: Admission runs at once, for all the webhooks together (more wait their turn, within their
 #: deadline).
 ADMISSION_RUNS = 4
+#: Seconds the configurations wait for the runs to be ready (AdmissionPart.ready).
+READY_WITHIN = 120.0
 
 
 def admission_watches(watches: Sequence[Watch]) -> list[Watch]:
@@ -149,6 +154,7 @@ class AdmissionPart:
             )
             username = None
         plurals = {w.gvk: await plural_of(self.client, w.gvk) for w in self.watches}
+        await self.ready()
         result = []
         for hook_kind, resource in (
             ("validate", objects.VALIDATING_WEBHOOK_CONFIGURATIONS),
@@ -161,7 +167,6 @@ class AdmissionPart:
                 result.append(Registration(resource, self.name, ("webhooks",), entries))
         for path in sorted(self.admitters):
             admitter = self.admitters[path]
-            admitter.prepare()  # the warm executor up, a run waiting for the first review
             log.info(
                 "webhooks: %s %s %s on %s (failurePolicy %s, timeout %d s%s)",
                 admitter.kind,
@@ -173,3 +178,25 @@ class AdmissionPart:
                 f"; not for {username}" if username else "",
             )
         return result
+
+    async def ready(self) -> None:
+        """Wait until every admitter can answer at once (a job started ahead reads its vars:
+        the warm executor up, or given up, and ansible-playbook's start done), so that the
+        configurations sent to the API server never refuse a request because the operator
+        was not ready yet; at most READY_WITHIN seconds (then they are registered anyway,
+        with a warning)."""
+        began = time.monotonic()
+        tasks = [asyncio.ensure_future(a.prepare()) for a in self.admitters.values()]
+        if not tasks:
+            return
+        done, pending = await asyncio.wait(tasks, timeout=READY_WITHIN)
+        took = time.monotonic() - began
+        answered = [t for t in done if not t.cancelled() and t.exception() is None]
+        if pending or len(answered) < len(tasks) or not all(t.result() for t in answered):
+            log.warning(
+                "webhooks: their runs are not ready after %.1f s; registered anyway (a review "
+                "that comes now waits for a run to start)",
+                took,
+            )
+            return
+        log.info("webhooks: their runs ready in %.1f s; registering them", took)

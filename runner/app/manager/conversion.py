@@ -23,7 +23,7 @@ that differ without a word (docs/webhooks.md).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from runner.app.manager.admission import plural_of
@@ -57,11 +57,16 @@ class ConversionPart:
     """The conversion webhook: `/convert` and the CRDs' `spec.conversion` (module doc)."""
 
     def __init__(
-        self, conversions: Conversions, client: KubeClient, watches: Sequence[Watch]
+        self,
+        conversions: Conversions,
+        client: KubeClient,
+        watches: Sequence[Watch],
+        ready: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.conversions = conversions
         self.client = client
         self.watches = conversion_watches(watches)
+        self._ready = ready  # until convert: roles' runs start at once (the warm executor)
 
     def handlers(self) -> Mapping[str, Handler]:
         return {CONVERT_PATH: self.handle}
@@ -76,7 +81,10 @@ class ConversionPart:
 
     async def registrations(self, client_config: ClientConfig) -> Sequence[Registration]:
         """The CRDs' `spec.conversion` (a CRD is named `<plural>.<group>`, the plural from
-        discovery; a CRD that is not installed yet is written once it is)."""
+        discovery; a CRD that is not installed yet is written once it is), once a `convert:`
+        role's run starts at once (`ready`)."""
+        if self._ready is not None:
+            await self._ready()
         value = conversion_spec(client_config(CONVERT_PATH))
         registrations = []
         for watch in self.watches:

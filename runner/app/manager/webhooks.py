@@ -3,11 +3,15 @@ the parts that use the server (admission: the watches' `validate:` and `mutate:`
 their `convert:`), and their start and stop.
 
 Webhooks start in the serve step, before leader election: every replica serves them (a standby
-too), as controller-runtime's webhook server does, and /readyz includes them.
+too), as controller-runtime's webhook server does, and /readyz includes them. Never refuse what
+cannot be judged yet: when their answers are Ansible runs, the warm executor starts at once
+(not with the first review), the configurations are written only once the runs can answer at
+once (admission.py's `ready`, conversion's `wait_warm`), and /readyz says not ready until then.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -136,7 +140,8 @@ def _conversion_part(
     options = ConvertOptions(ansible_args=config.ansible_args, envvars=access, secrets=secrets)
     conversions = Conversions.of(watches, executor, options)
     resources.callback(conversions.close)
-    return ConversionPart(conversions, client, watches)
+    by_ansible = any(w.convert is not None and w.convert.by_ansible for w in watches)
+    return ConversionPart(conversions, client, watches, executor.wait_warm if by_ansible else None)
 
 
 def _check_util(watches: Sequence[Watch]) -> None:
@@ -157,6 +162,13 @@ def _check_util(watches: Sequence[Watch]) -> None:
                 f"operator_sdk.util installed at {installed} (newer than operator-runner's, so "
                 "it is used) has no such module; remove that installation, or the keys"
             )
+
+
+async def _runs_ready(ready: asyncio.Event) -> tuple[bool, str]:
+    """/readyz while the webhooks' runs get ready: a deployed replica takes no reviews yet."""
+    if ready.is_set():
+        return True, ""
+    return False, "webhooks: their runs are getting ready (the warm executor starts)"
 
 
 async def start_webhooks(
@@ -185,6 +197,10 @@ async def start_webhooks(
             "webhooks are off (--webhook-bind-address=0): those of %s are not served", kinds
         )
         return None
+    if ansible_runs:  # up while the certificates are made: registered once it answers
+        executor.start_warm()
+    runs_ready = asyncio.Event()
+    health.add_check(lambda: _runs_ready(runs_ready))
     resources = AsyncExitStack()
     parts: list[WebhookPart] = []
     try:
@@ -210,6 +226,7 @@ async def start_webhooks(
     except BaseException:
         await resources.aclose()
         raise
+    runs_ready.set()
     health.add_check(webhooks.readiness)
     where = (
         f"Service {settings.service[0]}/{settings.service[1]}"
