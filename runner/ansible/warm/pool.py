@@ -113,6 +113,11 @@ class WarmPool:
     def server_pid(self) -> int:
         return self._proc.pid
 
+    @property
+    def exit_code(self) -> int | None:
+        """The server's exit code once it has exited (-N: killed by signal N)."""
+        return self._proc.poll()
+
     def wait_ready(self, timeout: float = 30.0) -> Started:
         """The server's start-up report, once its sockets are there or it has exited."""
         deadline = time.monotonic() + timeout
