@@ -10,9 +10,10 @@ from pathlib import Path
 
 # The client starts once per module task and once per run, so it imports nothing that Python
 # does not load at start-up anyway (socket, json, os, signal would cost ~12 ms each time): the
-# C modules underneath them instead.
+# C modules underneath them instead (and select, for the signals it relays to the job: their
+# pipe wakes its wait for the job's end, as the server's does: server/process.py).
 CLIENT = r"""
-import _signal, _socket, marshal, posix, sys
+import _signal, _socket, marshal, posix, select, sys
 
 RELEASED = []  # the controlling terminal we let go of for the job (fd 0), if any
 
@@ -21,13 +22,27 @@ def fallback():
         reclaim_terminal()
     posix.execv(FALLBACK[0], FALLBACK + sys.argv[1:])
 
+def drain(fd):
+    try:
+        while posix.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
+
 def decode(b):
     return b.decode("utf-8", "surrogateescape")
+
+WAKEUP = []  # the signal pipe's read end, once the job's signals are relayed
 
 def lines(conn):
     buf = b""
     while True:
         while b"\n" not in buf:
+            if WAKEUP:  # a signal that comes just before recv() would not interrupt it
+                ready, _, _ = select.select([conn, WAKEUP[0]], [], [])
+                if WAKEUP[0] in ready:
+                    drain(WAKEUP[0])  # its relay runs next
+                    continue
             chunk = conn.recv(4096)
             if not chunk:
                 return
@@ -88,6 +103,11 @@ def main():
             pass
     for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
         _signal.signal(sig, relay)
+    read, write = posix.pipe()
+    posix.set_blocking(read, False)
+    posix.set_blocking(write, False)
+    _signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    WAKEUP.append(read)
     word, value = next(replies, ("", ""))
     posix._exit(int(value) if word == "exit" else 1)
 

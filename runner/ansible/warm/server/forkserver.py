@@ -61,6 +61,7 @@ from runner.ansible.warm.server.preload import preload_for
 from runner.util import priority
 
 _HEADER = struct.Struct("!I")
+JOB_RECEIVE_TIMEOUT = 10.0  # seconds a client has to send its job once connected
 
 # --- server --------------------------------------------------------------------------------
 
@@ -148,6 +149,7 @@ def _client_priority(conn: socket.socket) -> None:
 
 def _job(kind: str, conn: socket.socket, job: dict[str, object], fds: list[int]) -> None:
     """In the forked child: become the job, run it, report the exit code, exit."""
+    serverprocess.forget_wakeup()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -209,8 +211,10 @@ def serve(sockets: Mapping[str, str]) -> None:
     apart from the controller in `modulehost`)."""
     serverprocess.die_with_parent()
     # Stopped by SIGTERM (by the executor, or at the operator's death): the server's exit
-    # handlers run (Ansible's local temp folder of this process), as a program's would.
+    # handlers run (Ansible's local temp folder of this process), as a program's would; the
+    # signal pipe wakes the loop below for it whenever it comes (process.wake_on_signals).
     signal.signal(signal.SIGTERM, serverprocess.exit_on_term)
+    wakeup = serverprocess.wake_on_signals()
     status = os.path.join(os.path.dirname(next(iter(sockets.values()))), STATUS_FILE)
     try:
         apply.start(sockets)
@@ -237,14 +241,19 @@ def serve(sockets: Mapping[str, str]) -> None:
     # so that the operator's whole process tree can be accounted for).
     signal.signal(signal.SIGCHLD, serverprocess.reap)
     listeners = {_listen(path): kind for kind, path in sockets.items()}
+    by_fd = {listener.fileno(): listener for listener in listeners}
     while True:
-        ready, _, _ = select.select(list(listeners), [], [])
-        for listener in ready:
-            _serve_one(listener, listeners[listener], listeners, baseline)
+        ready, _, _ = select.select([wakeup, *by_fd], [], [])
+        for fd in ready:
+            if fd == wakeup:
+                serverprocess.drain_wakeup(wakeup)  # its handler runs next (SIGTERM: the end)
+            else:
+                _serve_one(by_fd[fd], listeners[by_fd[fd]], listeners, baseline)
 
 
 def _listen(socket_path: str) -> socket.socket:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.setblocking(False)  # select() said a client is there; accept() never waits
     tmp = socket_path + ".tmp"
     if os.path.exists(tmp):
         os.unlink(tmp)
@@ -258,10 +267,15 @@ def _listen(socket_path: str) -> socket.socket:
 def _serve_one(
     listener: socket.socket, kind: str, listeners: Mapping[socket.socket, str], baseline: object
 ) -> None:
-    conn, _ = listener.accept()
+    try:
+        conn, _ = listener.accept()
+    except BlockingIOError:  # the client went away meanwhile
+        return
     fds: list[int] = []
     try:
+        conn.settimeout(JOB_RECEIVE_TIMEOUT)  # a client that connects and stalls
         job, fds = _recv_job(conn)
+        conn.settimeout(None)
         env = job.get("env")
         if not isinstance(env, dict) or (
             kind == "playbook" and configrefresh.comparable(env) != baseline

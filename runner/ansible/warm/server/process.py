@@ -1,5 +1,6 @@
 """The fork server's process, and its jobs as programs: the terminal a job takes, reaping, dying
-with the operator, a trimmed heap, and the end (exit handlers, flushed streams, `os._exit`)."""
+with the operator, the signals that wake its loop, a trimmed heap, and the end (exit handlers,
+flushed streams, `os._exit`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,44 @@ def reap(signum: int, frame: object) -> None:
             return
         if pid == 0:
             return
+
+
+_WAKEUP: list[int] = []  # the signal pipe's read and write ends (wake_on_signals)
+
+
+def wake_on_signals() -> int:
+    """The read end of a pipe that each signal this process handles writes a byte to
+    (`signal.set_wakeup_fd`): the server waits on it beside its sockets.
+
+    Python runs a signal's handler in the main thread between bytecodes; the C-level handler
+    only marks it pending. A signal that arrives after the loop's last check and before
+    `select()` blocks (the kernel delivers it the moment the process runs again, so a server
+    preempted right there on a busy machine takes it there) interrupts nothing: `select()`
+    then sleeps with the handler pending until another signal or a client comes. That was a
+    server not stopping within 60 s of SIGTERM (issue 35): SIGTERM consumed, nothing pending,
+    the loop asleep in `select`. With the pipe, `select()` returns at once and the handler
+    runs."""
+    read, write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    _WAKEUP[:] = [read, write]
+    return read
+
+
+def drain_wakeup(fd: int) -> None:
+    """Empty the signal pipe (the signals' handlers are pending: they run next)."""
+    with contextlib.suppress(BlockingIOError):
+        while os.read(fd, 512):
+            pass
+
+
+def forget_wakeup() -> None:
+    """In a job: the server's signal pipe is not the job's."""
+    if _WAKEUP:
+        signal.set_wakeup_fd(-1)
+        for fd in _WAKEUP:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        _WAKEUP.clear()
 
 
 def die_with_parent() -> None:
