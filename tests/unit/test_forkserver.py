@@ -193,3 +193,54 @@ def test_every_lines_payload_literal_is_put_into_the_constants(template: str) ->
     namespace: dict[str, object] = {}
     exec(code, namespace)
     assert payload in str(namespace["RESULT"])
+
+
+LOOP = """
+import signal, sys, threading, time
+from runner.ansible.warm.server import forkserver, process
+signal.signal(signal.SIGTERM, process.exit_on_term)
+wakeup = process.wake_on_signals()
+if sys.argv[2] == "without":  # the loop as it was: nothing wakes select() for a signal
+    signal.set_wakeup_fd(-1)
+    wakeup = process._WAKEUP[0]  # never written: select() waits on it in vain
+listener = forkserver._listen(sys.argv[1])
+# The race, made certain: the C-level handler runs while select() goes on waiting. On a busy
+# machine a SIGTERM delivered to a server preempted just before select() blocks does exactly
+# that; here the main thread blocks SIGTERM and a thread made before takes it.
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+print("ready", flush=True)
+forkserver.serve_forever({listener: "module"}, None, wakeup)
+"""
+
+
+@pytest.mark.parametrize("pipe", ["with", "without"])
+def test_a_sigterm_whose_handler_select_does_not_see_still_stops_the_server(
+    tmp_path: Path, pipe: str
+) -> None:
+    """The cause of a server that did not stop within 60 s of SIGTERM (issue 35): a signal
+    whose Python handler is pending while select() sleeps on. The signal pipe wakes it."""
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LOOP, str(tmp_path / "m.sock"), pipe],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        wchan = Path(f"/proc/{proc.pid}/task/{proc.pid}/wchan")
+        deadline = time.monotonic() + 30
+        while "poll" not in wchan.read_text() and "select" not in wchan.read_text():
+            assert time.monotonic() < deadline, "the loop never waited in select()"
+            time.sleep(0.01)  # the main thread in select(), where the race leaves it
+        proc.terminate()
+        try:
+            code = proc.wait(timeout=10 if pipe == "with" else 2)
+        except subprocess.TimeoutExpired:
+            code = None
+        assert code == (0 if pipe == "with" else None)  # without the pipe: still asleep
+    finally:
+        proc.kill()
+        proc.wait()

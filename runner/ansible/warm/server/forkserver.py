@@ -240,7 +240,12 @@ def serve(sockets: Mapping[str, str]) -> None:
     # Reap finished jobs (not SIG_IGN: their CPU time must add up in this process's rusage,
     # so that the operator's whole process tree can be accounted for).
     signal.signal(signal.SIGCHLD, serverprocess.reap)
-    listeners = {_listen(path): kind for kind, path in sockets.items()}
+    serve_forever({_listen(path): kind for kind, path in sockets.items()}, baseline, wakeup)
+
+
+def serve_forever(listeners: Mapping[socket.socket, str], baseline: object, wakeup: int) -> None:
+    """Wait for clients and for the signal pipe (process.wake_on_signals); fork a child per
+    job. Ends only by a signal's handler (SIGTERM: exit_on_term)."""
     by_fd = {listener.fileno(): listener for listener in listeners}
     while True:
         ready, _, _ = select.select([wakeup, *by_fd], [], [])
