@@ -142,7 +142,7 @@ line_unit_tests() {
 # tests/integration/test_line_compat.py on the others. Fails with what failed in $line_failure.
 one_line() {
   local line=$1 python venv start=$SECONDS unit=0 integration=0 t0 t1 tests
-  local selected=(tests/integration -m lines)
+  local selected=(tests/integration) rc
   python=$(hack/lines.sh python "$line") || { line_failure="$line (no Python)"; return 1; }
   venv=$(hack/lines.sh venv "$line")
   hack/venv.sh "$python" "$venv" "$line" || { line_failure="$line (venv)"; return 1; }
@@ -151,9 +151,12 @@ one_line() {
   "$venv/bin/pytest" "${tests[@]}" -q -p no:cacheprovider -n 2 || unit=$?
   t1=$SECONDS
   [[ " $LINES_FULL " == *" $line "* ]] || selected=(tests/integration/test_line_compat.py)
-  # two workers, one test file at a time each (as the main suite): most of it waits
+  # two workers, one test file at a time each (as the main suite): most of it waits; then the
+  # serial ones alone (test_warm_stop.py loads the CPUs itself)
   "$venv/bin/pytest" "${selected[@]}" -q -ra -p no:cacheprovider -n 2 \
-    --dist loadfile || integration=$?
+    --dist loadfile -m "lines and not serial" || integration=$?
+  "$venv/bin/pytest" "${selected[@]}" -q -ra -p no:cacheprovider -m "lines and serial" || {
+    rc=$?; [ $rc = 5 ] || integration=$rc; }
   if [ $unit = 0 ] && [ $integration = 0 ]; then
     echo "ansible-core $line: passed in $((SECONDS - start)) s (unit $((t1 - t0)) s, integration $((SECONDS - t1)) s)" >&2
     return 0
