@@ -4,7 +4,9 @@ every stop ends on SIGTERM within `STOP_BOUND` (not by the SIGKILL after `pool.S
 and leaves no process, no socket, no temp folder behind. No cluster needed.
 
 A make test on a busy machine (load ~8 on 2 CPUs) once saw a server not exit within 60 s of
-SIGTERM (issue 35); the cause is in runner/ansible/warm/server/process.py's `exit_on_term`.
+SIGTERM (issue 35): a SIGTERM that reached the server just before its select() blocked was
+never handled (runner/ansible/warm/server/process.py's `wake_on_signals`; the race itself is
+made certain in tests/unit/test_forkserver.py).
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from runner.ansible.warm.patches import direct
 pytestmark = [pytest.mark.lines, pytest.mark.serial]
 
 ROUNDS = int(os.environ.get("OPERATOR_RUNNER_STOP_ROUNDS", "10"))
-#: Seconds from SIGTERM to the server's exit, saturated CPUs included (measured on every line:
-#: docs/contributing-lines-and-patches.md's figures); well under pool.STOP_TIMEOUT.
-STOP_BOUND = 2.0
+#: Seconds from SIGTERM to the server's exit, saturated CPUs included: measured at most 0.05 s
+#: on every line from 2.15 to 2.21; half of pool.STOP_TIMEOUT, after which it would be killed.
+STOP_BOUND = 1.0
 
 BURN = (
     "import sys, time\n"
