@@ -3,8 +3,11 @@ configured once; and the module payloads shared by a server's runs (`ansiballz-c
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import inspect
 import os
+import shutil
 
 from runner.ansible.warm.jobenv import ANSIBALLZ_CACHE_ENV
 
@@ -82,13 +85,45 @@ def share_ansiballz_cache() -> None:
     """In a playbook job: reuse the module payloads built by earlier runs. ansible-core keeps
     them in a per-process temp dir and rebuilds them every run (0.1-0.3 s). The shared cache
     lives as long as the server; its entries are keyed by module name, so an operator restart
-    picks up edited modules."""
+    picks up edited modules.
+
+    Each job writes only its own folder: ansible-core writes a payload to `<name>-part` and
+    renames it, under a lock of its own process, so two jobs that built the same payload at
+    once in one shared folder raced on that file (the second rename: "No such file or
+    directory", a failed task). The job's folder starts with a link to each payload the
+    shared one has, and hands over those it built when it ends (written aside, renamed in:
+    the shared folder only ever holds whole payloads)."""
     shared = os.environ.get(ANSIBALLZ_CACHE_ENV)
     if not shared:
         return
     import ansible.constants as C
 
-    link = os.path.join(C.DEFAULT_LOCAL_TMP, _ANSIBALLZ_DIR)
-    if not os.path.lexists(link):
-        os.makedirs(shared, mode=0o700, exist_ok=True)
-        os.symlink(shared, link)
+    own = os.path.join(C.DEFAULT_LOCAL_TMP, _ANSIBALLZ_DIR)
+    if os.path.lexists(own):
+        return
+    os.makedirs(shared, mode=0o700, exist_ok=True)
+    os.makedirs(own, mode=0o700)
+    for name in os.listdir(shared):
+        if _whole(name):
+            os.symlink(os.path.join(shared, name), os.path.join(own, name))
+    atexit.register(_hand_over, own, shared)  # before the folder goes (atexit: last in first)
+
+
+def _whole(name: str) -> bool:
+    """A finished payload's file name (not ansible-core's `-part`, not our `.tmp`)."""
+    return not name.endswith(("-part", ".tmp"))
+
+
+def _hand_over(own: str, shared: str) -> None:
+    """The payloads this job built, into the shared folder."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(own):
+            if entry.is_symlink() or not entry.is_file() or not _whole(entry.name):
+                continue
+            aside = os.path.join(shared, f"{entry.name}.{os.getpid()}.tmp")
+            try:
+                shutil.copyfile(entry.path, aside)
+                os.replace(aside, os.path.join(shared, entry.name))
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(aside)
