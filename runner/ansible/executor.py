@@ -242,7 +242,9 @@ class Executor:
                 _write_private(hosts, inventory_text(python))
             inventory = (str(hosts),)
         items = tuple(sorted(env.items()))
-        return quickrun.JobSpec(str(binary), playbook, inventory, items, tuple(cmdline))
+        return quickrun.JobSpec(
+            str(binary), playbook, inventory, items, tuple(cmdline), warm=attempt.warm
+        )
 
     def _canary(self, pool: WarmPool) -> str | None:
         """Run the canary playbook on `pool` (an attempt that holds nothing: the lifecycle is

@@ -416,3 +416,32 @@ def test_a_reconciles_run_is_niced_and_the_warm_server_is_not(tmp_path: Path, wa
     finally:
         executor.close()
     assert int((playbook.parent / "nice.txt").read_text()) == min(base + RUN_NICENESS, 19)
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "plain"])
+def test_a_quick_run_takes_the_job_prepared_ahead(tmp_path: Path, warm: bool) -> None:
+    """An admission's run is prepared before its first request (the webhooks wait for it):
+    a job that reads its extra vars, on the warm executor when it is up, which the run takes."""
+    import asyncio
+    import dataclasses
+
+    from runner.ansible.executor import Executor
+    from runner.ansible.interface import QuickRequest
+
+    playbook = _playbook(tmp_path, "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+                         "    - debug: {msg: '{{ say }}'}\n")  # fmt: skip
+    request = QuickRequest(playbook=playbook, extravars_text="", envvars={})
+    executor = Executor(roles_paths=[], tmp_dir=tmp_path / "tmp", warm=warm)
+
+    async def go() -> None:
+        assert await executor.prepare_quick(request)
+        [(spec, (job, attempt, _))] = executor._quick._ready.items()
+        assert spec.warm is attempt.warm is warm and job.alive
+        result = await executor.run_quick(dataclasses.replace(request, extravars_text="say: hi"))
+        assert result.status == "successful", result.stdout_tail
+        assert not job.alive  # the run took the job prepared ahead
+
+    try:
+        asyncio.run(go())
+    finally:
+        executor.close()
