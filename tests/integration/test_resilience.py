@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
@@ -347,3 +348,73 @@ def test_a_slow_cr_does_not_hold_up_the_others(
                 what=f"quick-{i} to converge beside the slow one",
             )
         assert not _successful(api, namespace, "slowpoke"), "the slow run is still going"
+
+
+def test_a_deleted_crd_stops_its_watch_and_nothing_else(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """A watched kind's CRD deleted while the operator runs: the other kind is still served,
+    the operator keeps running, and the kind is served again when its CRD comes back. (kopf's
+    watch listed the kind again after its watch closed, got 404 before kopf stopped it, and
+    failed the whole operator: runner/app/source/crddiscovery.py's `_surviving_its_crd`.)"""
+    doomed = f"doomed-{uuid.uuid4().hex[:6]}.{GROUP}"
+    watches = tmp_path / "watches.yaml"
+    role = PROJECT / "roles" / "slow"
+    watches.write_text(
+        f"- {{version: v1, group: {GROUP}, kind: Slow, role: {role}}}\n"
+        f"- {{version: v1, group: {doomed}, kind: Slow, role: {role}}}\n"
+    )
+
+    def create(api: client.ApiClient, group: str, name: str) -> None:
+        body = {"apiVersion": f"{group}/v1", "kind": "Slow", "metadata": {"name": name}}
+        client.CustomObjectsApi(api).create_namespaced_custom_object(
+            group, "v1", namespace, "slows", {**body, "spec": {"seconds": 0}}
+        )
+
+    def successful(api: client.ApiClient, group: str, name: str) -> bool:
+        obj = client.CustomObjectsApi(api).get_namespaced_custom_object(
+            group, "v1", namespace, "slows", name
+        )
+        cond = condition(obj, "Successful")
+        return bool(cond and cond["status"] == "True")
+
+    with cluster.api_client() as api:
+        install_crd(api, crd(GROUP, "Slow"))
+        install_crd(api, crd(doomed, "Slow"))
+        try:
+            with operator(cluster, tmp_path, watches=watches, namespaces=[namespace]) as op:
+                for group in (GROUP, doomed):
+                    create(api, group, "before")
+                    wait_for(lambda g=group: successful(api, g, "before"), timeout=90, what=group)
+                client.ApiextensionsV1Api(api).delete_custom_resource_definition(f"slows.{doomed}")
+                wait_for(
+                    lambda: "slows." + doomed not in cluster.kubectl("get", "crd", "-o", "name"),
+                    timeout=60,
+                    what=f"the CRD of {doomed} to be gone",
+                )
+                create(api, GROUP, "after")  # the other kind is still served
+                wait_for(lambda: successful(api, GROUP, "after"), timeout=90, what="after")
+                install_crd(api, crd(doomed, "Slow"))  # and the deleted one when it is back
+                wait_for(
+                    lambda: _created(lambda: create(api, doomed, "again")),
+                    timeout=30,
+                    what=f"a CR of {doomed} accepted again",
+                )
+                wait_for(lambda: successful(api, doomed, "again"), timeout=90, what="again")
+                assert op.proc.poll() is None, op.log_text()[-3000:]
+            lines = op.log_lines()
+            assert "Traceback" not in op.log_text(), op.log_text()[-5000:]
+            assert not [line for line in lines if line.get("level") in ("error", "critical")]
+        finally:
+            with contextlib.suppress(client.exceptions.ApiException):
+                client.ApiextensionsV1Api(api).delete_custom_resource_definition(f"slows.{doomed}")
+
+
+def _created(create: Any) -> bool:
+    try:
+        create()
+    except client.exceptions.ApiException as err:
+        if err.status == 404:  # the kind is not served yet
+            return False
+        raise
+    return True

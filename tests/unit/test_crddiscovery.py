@@ -13,7 +13,7 @@ from fake_api import FakeApi
 from kopf._cogs.structs.references import Resource, Selector
 from kopf._core.reactor import observation as kopf_observation
 
-from runner.app.source import crddiscovery
+from runner.app.source import crddiscovery, kopf_import
 from runner.app.source.kopf_import import kopf
 
 GROUP = "late.example.dev"
@@ -238,3 +238,36 @@ def test_without_the_permission_kopf_scans_at_start_only_and_discovery_is_polled
     infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert len([m for m in infos if m.startswith("CustomResourceDefinitions:")]) == 1
     assert any("Thing late.example.dev is served now" in m for m in infos), infos
+
+
+def test_a_watch_whose_crd_is_gone_ends_its_round_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kopf's list after a watch closed gets 404 (the CRD deleted): the round ends quietly,
+    kopf lists again; one info line until the kind is served again; other errors go on."""
+    not_found = kopf_import.not_found_error()
+    rounds: list[str] = []
+
+    async def stream(**kwargs: Any) -> Any:
+        rounds.append(kwargs["resource"])
+        if len(rounds) in (1, 2, 4):  # the list: 404, as kopf raises it (its fields unread)
+            raise not_found.__new__(not_found)
+        yield {"type": None, "object": {}}  # served (again)
+        if len(rounds) == 5:
+            raise RuntimeError("another failure")
+
+    monkeypatch.setattr(crddiscovery, "GONE_BACKOFF", 0.0)
+    wrapped = crddiscovery._surviving_its_crd(stream)
+
+    async def go() -> list[Any]:
+        events = []
+        for _ in range(4):
+            events += [event async for event in wrapped(resource="things.v1.late.example.dev")]
+        with pytest.raises(RuntimeError):
+            events += [event async for event in wrapped(resource="things.v1.late.example.dev")]
+        return events
+
+    caplog.set_level(logging.DEBUG, logger="runner.manager")
+    assert len(asyncio.run(go())) == 1  # round 3's (round 5's went with its error)
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if "not served" in r.getMessage()]
+    assert [level for level, _ in said] == [logging.INFO, logging.DEBUG, logging.INFO], said

@@ -44,6 +44,7 @@ from runner.app.source import outage, watching
 from runner.app.source.crddiscovery import (
     serve_crds_despite_discovery_lag,
     serve_crds_without_watching_them,
+    survive_deleted_crds,
 )
 from runner.app.source.login import certificate_refused
 from runner.app.source.namespaces import skip_refused_namespace_scan
@@ -326,6 +327,7 @@ class Manager:
         log.info("namespaces: %s", ", ".join(namespaces) if namespaces else "all")
         await skip_refused_namespace_scan(self.client, namespaces)
         serve_crds_despite_discovery_lag()
+        survive_deleted_crds()
         await serve_crds_without_watching_them(self.client)
         await watching.run(
             handlers,

@@ -30,13 +30,16 @@ import asyncio
 import copy
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
 from runner.app.source.kopf_import import (
+    Stream,
     discovered_resources,
+    not_found_error,
     patch_crd_processor,
     patch_resource_observer,
+    patch_watch_stream,
     process_crd_event,
     resources_ready,
     watched_selectors,
@@ -47,6 +50,7 @@ from runner.kube.client import ApiError, KubeClient
 log = logging.getLogger("runner.manager")
 
 RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+GONE_BACKOFF = 1.0  # between lists of a kind whose CRD is gone, until kopf stops its watch
 POLL_EVERY = 5.0
 _said = False  # the info line of serve_crds_without_watching_them, once a process
 
@@ -205,3 +209,33 @@ async def serve_crds_without_watching_them(client: KubeClient) -> None:
         "CRD is installed later is found through the API's discovery, checked every %g s",
         POLL_EVERY,
     )
+
+
+def _surviving_its_crd(stream: Stream) -> Stream:
+    """kopf's list-then-watch of a resource, whose 404 (its CRD deleted) waits `GONE_BACKOFF`
+    and ends the round (kopf lists again, or its observer, seeing the CRD's deletion, stops the
+    watch), where kopf's own would fail the operator and every other watch with it."""
+    not_found = not_found_error()
+    gone: set[str] = set()
+
+    @functools.wraps(stream)
+    async def continuous_watch(**kwargs: Any) -> AsyncIterator[Any]:
+        resource = str(kwargs.get("resource"))
+        try:
+            async for event in stream(**kwargs):
+                gone.discard(resource)
+                yield event
+        except not_found:
+            level = logging.DEBUG if resource in gone else logging.INFO
+            gone.add(resource)
+            log.log(
+                level, "%s is not served (its CRD was deleted?): watched again if it is", resource
+            )
+            await asyncio.sleep(GONE_BACKOFF)
+
+    return continuous_watch
+
+
+def survive_deleted_crds() -> None:
+    """Before kopf starts: a watched kind's CRD deleted leaves the other watches running."""
+    patch_watch_stream(_surviving_its_crd)

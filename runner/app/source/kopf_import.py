@@ -20,6 +20,10 @@ Every runner module gets kopf from here (`from .kopf_import import kopf`). The p
   operator may not list and watch CRDs) for one that scans discovery at start and then, while a
   watched kind is not served, every few seconds (crddiscovery.py), which calls kopf's processor
   of CRD events and waits for the insights' `ready_resources`.
+- **watch-survives-its-crd**: kopf's `watching.continuous_watch` (one list-then-watch of a
+  resource, which its `infinite_watch` repeats), wrapped so that a 404 (the kind's CRD was
+  deleted: the list after the watch closed comes before kopf's observer stops the watcher) ends
+  that round quietly instead of failing the operator (crddiscovery.py).
 - **kopf-tasks**: at its end kopf waits for, then cancels, every task created since it started
   but those `run_tasks(ignored=...)` names; kopf's own tasks are recognised by their code's file
   (`NotKopfsTasks`), the others are ours to stop, in order (runner/app/manager/run.py).
@@ -38,6 +42,7 @@ import inspect
 import os
 import sys
 from collections.abc import (
+    AsyncIterator,
     Awaitable,
     Callable,
     Collection,
@@ -56,9 +61,11 @@ __all__ = [
     "discovered_resources",
     "kopf",
     "kopf_tasks_to_ignore",
+    "not_found_error",
     "patch_crd_processor",
     "patch_namespace_observer",
     "patch_resource_observer",
+    "patch_watch_stream",
     "process_crd_event",
     "resources_ready",
     "watched_selectors",
@@ -70,6 +77,7 @@ VERIFIED = ("1.45",)
 Processor = Callable[..., Awaitable[None]]
 Wrapper = Callable[[Processor], Processor]
 Observer = Callable[..., Coroutine[Any, Any, None]]
+Stream = Callable[..., AsyncIterator[Any]]
 
 
 def _keywords(target: Callable[..., Any], *names: str) -> None:
@@ -116,14 +124,16 @@ def _check_import() -> None:
 # -- namespace-observer-without-backoff, crd-discovery-retry: swaps in kopf's reactor ----------
 
 
-def _swap(attribute: str) -> Callable[[Wrapper], None]:
-    """The install of a swap: kopf's reactor calls `observation.<attribute>` (a module global
-    looked up at each call), so the wrapper is seen from then on; once only."""
+def _swap(attribute: str, module: str = "") -> Callable[[Callable[[Any], Any]], None]:
+    """The install of a swap: kopf calls `<module>.<attribute>` (a module global looked up at
+    each call; default: its reactor's `observation`), so the wrapper is seen from then on; once
+    only."""
 
-    def install(wrapper: Wrapper) -> None:
-        current = getattr(_observation, attribute)
+    def install(wrapper: Callable[[Any], Any]) -> None:
+        owner = sys.modules[module] if module else _observation
+        current = getattr(owner, attribute)
         if getattr(current, "__wrapped__", None) is None:
-            setattr(_observation, attribute, wrapper(current))
+            setattr(owner, attribute, wrapper(current))
 
     return install
 
@@ -152,6 +162,30 @@ def _check_resource_observer() -> None:
     _fields(Insights, "watched_resources", "ready_resources")
     if not hasattr(kopf.OperatorSettings().scanning, "disabled"):
         raise Unfit("kopf's scanning settings have no disabled")
+
+
+_WATCHING = "kopf._cogs.clients.watching"
+
+
+def _check_watch_stream() -> None:
+    watching = sys.modules[_WATCHING]
+    if not inspect.isasyncgenfunction(watching.continuous_watch):
+        raise Unfit("kopf's continuous_watch is not an async generator")
+    _keywords(watching.continuous_watch, "settings", "resource", "namespace")
+    if not issubclass(not_found_error(), Exception):
+        raise Unfit("kopf's APINotFoundError is not an exception")
+
+
+def not_found_error() -> type[Exception]:
+    """What kopf's API requests raise on 404 Not Found."""
+    from kopf._cogs.clients.errors import APINotFoundError
+
+    return APINotFoundError
+
+
+def patch_watch_stream(wrapper: Callable[[Stream], Stream]) -> bool:
+    """kopf's list-then-watch of one resource, wrapped (once); False: kopf's own goes on."""
+    return FENCE.use("watch-survives-its-crd", wrapper)
 
 
 def patch_namespace_observer(wrapper: Wrapper) -> bool:
@@ -285,6 +319,20 @@ FENCE = Fence(
             _swap("resource_observer"),
             "without the permission to list and watch CRDs, kopf retries the refused list "
             "through its error backoff (an error line each) and serves no CRD installed later",
+        ),
+        Patch(
+            "watch-survives-its-crd",
+            (
+                f"{_WATCHING}:continuous_watch",
+                f"{_WATCHING}:infinite_watch",
+                "kopf._cogs.clients.errors:APINotFoundError",
+            ),
+            VERIFIED,
+            _check_watch_stream,
+            _swap("continuous_watch", _WATCHING),
+            "a watched kind's CRD deleted while the operator runs can stop the whole operator "
+            "(kopf's watch of it lists again, gets 404 before kopf stops the watch, and "
+            "escalates)",
         ),
         Patch(
             "kopf-tasks",
