@@ -8,13 +8,13 @@
 #   2. lint: ruff, mypy, the import contract, module sizes, shellcheck, the docs (make lint)
 #   3. the line's other Pythons found (PATH, pyenv): their own virtualenv, unit tests and mypy,
 #      in the background beside steps 4 and 5 (their log is shown at the end)
-#   4. the local control plane's binaries and operator-sdk's CLI with kustomize
-#      (hack/sdk-cli.sh, for tests/integration/test_sdk_cli.py: 3 min 33 s cold, nothing once
-#      cached; SDK_CLI=0 leaves it out and the test is then skipped unless cached), each built
-#      once per machine, before any test starts; as
-#      root, the images (hack/image.sh, cached by content hash): the base image, the seeds' image
+#   4. the local control plane's binaries and, beside them (logs .make-test-*.log), operator-sdk's
+#      CLI with kustomize (hack/sdk-cli.sh, for tests/integration/test_sdk_cli.py: 3 min 33 s
+#      cold, nothing once cached; SDK_CLI=0 leaves it out and the test is then skipped unless
+#      cached), each built once per machine, before any test starts; as root, also beside them,
+#      the images (hack/image.sh, cached by content hash): the base image, the seeds' image
 #      and tests/integration/sdk-operator's, FROM it, that tests/integration/test_image.py runs
-#      and test_real_node.py deploys; where the machine can host a real node, its packages,
+#      and test_real_node.py deploys; then, where the machine can host a real node, its packages,
 #      kubelet/kube-proxy and images (tests/integration/test_real_node.py then must pass)
 #   5. one throwaway local cluster for the rest of the run (or $OPERATOR_RUNNER_KUBECONFIG):
 #      pytest (unit and integration tests), molecule syntax check, molecule scenario `default`;
@@ -64,7 +64,7 @@ step() { # step TITLE CMD...: one step with a header and its time in the summary
 
 finish() { # at exit: background checks stopped early, then the table of the steps' times
   local rc=$? pid
-  for pid in ${others_pid:-} ${lines_pid:-}; do
+  for pid in ${others_pid:-} ${lines_pid:-} "${beside_pids[@]}"; do
     if kill -0 "$pid" 2>/dev/null; then # stopped early
       pkill -TERM -P "$pid" 2>/dev/null || true
       kill "$pid" 2>/dev/null || true
@@ -210,13 +210,49 @@ lines_done() {
 
 # --- steps 4 and 5 --------------------------------------------------------------------------
 
+# Steps that need neither the binaries nor each other (the images, operator-sdk's CLI) run
+# beside the binaries' build, whose first minutes are mostly module downloads: a cold run gains
+# their time. The real node's step comes after them all (it and the images may both apt-get).
+beside_pids=()
+beside_logs=()
+beside_titles=()
+beside() { # beside TITLE LOG CMD...: CMD in the background, its output in LOG
+  local title=$1 log=$2; shift 2
+  printf '
+==> %s: started beside the next step (log: %s)
+' "$title" "$log" >&2
+  ( start=$SECONDS; "$@"; echo "beside: done in $((SECONDS - start)) s" ) >"$log" 2>&1 &
+  beside_pids+=("$!")
+  beside_logs+=("$log")
+  beside_titles+=("$title")
+}
+
+beside_done() { # wait for every `beside` step; the first that failed shows its log's tail
+  local i rc first_rc=0 took
+  for i in "${!beside_pids[@]}"; do
+    rc=0
+    wait "${beside_pids[$i]}" || rc=$?
+    if [ $rc != 0 ]; then
+      printf '
+==> %s: FAILED (exit %s); the end of %s:\n' "${beside_titles[$i]}" "$rc" "${beside_logs[$i]}" >&2
+      tail -n 40 "${beside_logs[$i]}" >&2
+      [ "$first_rc" != 0 ] || first_rc=$rc
+      continue
+    fi
+    took=$(sed -n 's/^beside: done in \([0-9]*\) s$/\1/p' "${beside_logs[$i]}")
+    summary+=("$(printf '%6ss  %s' "${took:-?}" "${beside_titles[$i]} (beside the binaries)")")
+  done
+  beside_pids=()
+  return "$first_rc"
+}
+
 images() { # as root: the images that test_image.py runs and test_real_node.py deploys
   if [ "$(id -u)" != 0 ]; then
     echo "not root: the images are not built; tests/integration/test_image.py is skipped" >&2
     return 0
   fi
-  step "the images: base, seeds', tests/integration/sdk-operator's (buildah, debootstrap)" \
-    "$BIN/python" -m tests.integration.kit.images
+  beside "the images: base, seeds', tests/integration/sdk-operator's (buildah, debootstrap)" \
+    .make-test-images.log "$BIN/python" -m tests.integration.kit.images
 }
 
 real_node() { # where the machine can host a real node (root, usable cgroups, ...), the real-node
@@ -257,11 +293,12 @@ main() {
   step "venv (ansible-core $LINE, Python ${main_version:-?}: $PYTHON)" hack/venv.sh "$PYTHON" "$VENV" "$LINE"
   step "lint (ruff, mypy, the import contract, module sizes, shellcheck, docs)" "$MAKE" --no-print-directory lint
   start_other_pythons
-  step "the local control plane's binaries" hack/build-binaries.sh
-  if [ "${SDK_CLI:-1}" != 0 ]; then
-    step "operator-sdk's CLI and kustomize (hack/sdk-cli.sh)" hack/sdk-cli.sh
-  fi
   images
+  if [ "${SDK_CLI:-1}" != 0 ]; then
+    beside "operator-sdk's CLI and kustomize (hack/sdk-cli.sh)" .make-test-sdk-cli.log hack/sdk-cli.sh
+  fi
+  step "the local control plane's binaries" hack/build-binaries.sh
+  beside_done
   real_node
   start_other_lines
   step "integration tests and molecule on one local cluster" hack/with-cluster.sh "$here/test.sh" --on-cluster "$@"
