@@ -108,3 +108,44 @@ def test_a_taken_port_names_the_flag() -> None:
     )
     in_use = OSError(errno.EADDRINUSE, "Address already in use")
     assert "kubectl" in default.bind_error(in_use)  # why :8080 in particular is often taken
+
+
+def test_stop_cancels_a_request_still_in_flight_after_its_grace() -> None:
+    """A handler that never answers holds stop() for its grace, not aiohttp's 60 s."""
+    import asyncio
+    import time
+
+    import aiohttp
+    from aiohttp import web
+
+    from runner.app.serving.bind import Endpoint
+
+    entered = asyncio.Event()
+    cancelled: list[bool] = []
+
+    async def stuck(_: web.Request) -> web.Response:
+        entered.set()
+        try:
+            await asyncio.Event().wait()  # never set: a request that does not end by itself
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        raise AssertionError("unreachable")
+
+    async def scenario() -> float:
+        app = web.Application()
+        app.router.add_get("/", stuck)
+        endpoint = Endpoint("test", app, BindAddress("127.0.0.1", 0), stop_grace=0.5)
+        await endpoint.start()
+        async with aiohttp.ClientSession() as session:
+            request = asyncio.ensure_future(session.get(f"http://{endpoint.bound[0]}/"))
+            await asyncio.wait_for(entered.wait(), 10)
+            started = time.monotonic()
+            await asyncio.wait_for(endpoint.stop(), 20)
+            took = time.monotonic() - started
+            request.cancel()
+        return took
+
+    took = asyncio.run(scenario())
+    assert cancelled == [True]
+    assert took < 10, f"stop() took {took:.1f} s"
