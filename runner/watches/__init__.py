@@ -26,9 +26,11 @@ does, and what we reproduce:
 * Two entries with the same group/version/kind are an error.
 
 Ours in addition: ``validate`` and ``mutate`` (admission webhooks answered by a role or a
-playbook, runner/watches/admission.py), and ``convert`` (a role, a playbook or a map of renamed
+playbook, runner/watches/admission.py), ``convert`` (a role, a playbook or a map of renamed
 fields that converts the kind's objects between the CRD's versions, served as its conversion
-webhook, runner/watches/convert.py), which operator-sdk does not have.
+webhook, runner/watches/convert.py), and ``watchReads`` (a list of group/version/kind, as
+``blacklist``: the objects of those kinds that a CR's run reads through the proxy reconcile
+the CR when they change, runner/dependents/references.py), which operator-sdk does not have.
 
 Where we differ on purpose:
 

@@ -1,5 +1,5 @@
-"""The keys of one entry, validated: group/version/kind, periods, blacklist, finalizer (and
-convert, in convert.py)."""
+"""The keys of one entry, validated: group/version/kind, periods, blacklist, watchReads,
+finalizer (and convert, in convert.py)."""
 
 from __future__ import annotations
 
@@ -92,26 +92,42 @@ def _max_runner_artifacts(values: Mapping[str, Any], where: Where) -> int:
     return value
 
 
-def _blacklist(values: Mapping[str, Any], where: Where) -> tuple[GVK, ...]:
-    raw = values.get("blacklist", [])
+def _gvk_list(values: Mapping[str, Any], key: str, where: Where, matches: str) -> tuple[GVK, ...]:
+    """A list of {group, version, kind} (`blacklist`, `watchReads`); `matches` ends the
+    message of an entry without version or kind."""
+    raw = values.get(key, [])
     if not isinstance(raw, list):
         raise where.error(
-            "blacklist",
-            f"must be a list of {{group, version, kind}} mappings, found {describe(raw)}",
+            key, f"must be a list of {{group, version, kind}} mappings, found {describe(raw)}"
         )
     result = []
     for number, item in enumerate(raw, start=1):
-        key = f"blacklist[{number}]"
-        fields = canonical_keys(mapping_value(item, where, key), GVK_KEYS, where, key + ".")
-        group, version, kind = (as_text(fields.get(k), where, f"{key}.{k}") for k in GVK_KEYS)
+        item_key = f"{key}[{number}]"
+        fields = canonical_keys(
+            mapping_value(item, where, item_key), GVK_KEYS, where, item_key + "."
+        )
+        group, version, kind = (as_text(fields.get(k), where, f"{item_key}.{k}") for k in GVK_KEYS)
         if not version or not kind:
             raise where.error(
-                key,
-                "needs 'version' and 'kind' ('group' may be empty for core resources); "
-                "a blacklist entry matches one exact group/version/kind",
+                item_key,
+                f"needs 'version' and 'kind' ('group' may be empty for core resources); {matches}",
             )
         result.append(GVK(group, version, kind))
     return tuple(result)
+
+
+def _blacklist(values: Mapping[str, Any], where: Where) -> tuple[GVK, ...]:
+    return _gvk_list(
+        values, "blacklist", where, "a blacklist entry matches one exact group/version/kind"
+    )
+
+
+def _watch_reads(values: Mapping[str, Any], where: Where) -> tuple[GVK, ...]:
+    """`watchReads`: the kinds whose objects, once a run of a CR read them, reconcile it."""
+    kinds = _gvk_list(
+        values, "watchReads", where, "a watchReads entry follows one exact group/version/kind"
+    )
+    return tuple(dict.fromkeys(kinds))  # each once, in the file's order
 
 
 # ---------------------------------------------------------------------------
@@ -166,6 +182,7 @@ def entry_watch(raw: Mapping[Any, Any], search: Search, where: Where) -> Watch:
         mark_unsafe=flag_value(values, "markUnsafe", True, where),
         selector=selector_value(values, where),
         blacklist=_blacklist(values, where),
+        watch_reads=_watch_reads(values, where),
         finalizer=_finalizer(values, search, where),
         max_runner_artifacts=_max_runner_artifacts(values, where),
         validate=admission_value(values, "validate", search, where),

@@ -29,6 +29,7 @@ ENTRY_KEYS: Final = (
     "markUnsafe",
     "selector",
     "blacklist",
+    "watchReads",
     "finalizer",
     "maxRunnerArtifacts",
     "validate",

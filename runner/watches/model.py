@@ -108,7 +108,9 @@ class Watch:
     (``ns.coll.role``, see :attr:`is_collection_role`).  ``reconcile_period`` is in
     seconds: ``None`` = not set in the file (use the CLI default), ``0.0`` = no
     periodic reconciliation.  ``selector`` is a metav1.LabelSelector as a dict with
-    ``matchLabels`` and/or ``matchExpressions``; empty selects everything.  ``convert``
+    ``matchLabels`` and/or ``matchExpressions``; empty selects everything.  ``watch_reads``
+    (ours, ``watchReads``): the kinds whose objects, once a run of a CR read them through the
+    proxy, reconcile that CR when they change (runner/dependents/references.py).  ``convert``
     (ours, not operator-sdk's): the kind's conversion webhook, see :class:`Convert`.
     """
 
@@ -125,6 +127,7 @@ class Watch:
     mark_unsafe: bool = True
     selector: dict[str, Any] = field(default_factory=dict, hash=False)
     blacklist: tuple[GVK, ...] = ()
+    watch_reads: tuple[GVK, ...] = ()
     finalizer: Finalizer | None = None
     max_runner_artifacts: int = DEFAULT_MAX_RUNNER_ARTIFACTS
     validate: Admission | None = None

@@ -251,6 +251,33 @@ def test_blacklist(project: Path) -> None:
     assert watch.blacklist == (GVK("apps", "v1", "Deployment"), GVK("", "v1", "Secret"))
 
 
+def test_watch_reads_is_off_by_default_and_a_list_of_kinds(project: Path) -> None:
+    assert load_one(project).watch_reads == ()
+    watch = load_one(
+        project,
+        """\
+          watchReads:
+            - {version: v1, kind: Secret}
+            - {group: "", Version: v1, KIND: ConfigMap}
+            - {version: v1, kind: Secret}
+            - {group: cert-manager.io, version: v1, kind: Certificate}
+        """,
+    )
+    assert watch.watch_reads == (
+        GVK("", "v1", "Secret"),
+        GVK("", "v1", "ConfigMap"),
+        GVK("cert-manager.io", "v1", "Certificate"),
+    )
+
+
+def test_a_watch_reads_entry_without_a_kind_is_refused(project: Path) -> None:
+    message = load_error(write(project, ENTRY + "  watchReads: [{version: v1}]\n"))
+    assert message.endswith(
+        "key 'watchReads[1]': needs 'version' and 'kind' ('group' may be empty for core "
+        "resources); a watchReads entry follows one exact group/version/kind"
+    ), message
+
+
 def test_finalizer_with_role(project: Path) -> None:
     make_role(project / "roles", "cleanup")
     watch = load_one(
@@ -785,6 +812,9 @@ ENTRY_ERRORS = [
     ("  blacklist: [apps/v1/Deployment]\n", "blacklist[1]", "must be a mapping"),
     ("  blacklist: [{group: apps, version: v1}]\n", "blacklist[1]", "needs 'version' and 'kind'"),
     ("  blacklist: [{version: v1, kind: [a]}]\n", "blacklist[1].kind", "must be a string"),
+    ("  watchReads: {kind: Secret}\n", "watchReads", "must be a list"),
+    ("  watchReads: [v1/Secret]\n", "watchReads[1]", "must be a mapping"),
+    ("  watchReads: [{group: apps, kind: X}]\n", "watchReads[1]", "needs 'version' and 'kind'"),
     ("  selector: [app]\n", "selector", "must be a mapping"),
     ("  selector: {matchLabels: [a]}\n", "selector.matchLabels", "must be a mapping"),
     ("  selector: {matchLabels: {app: 'a b'}}\n", "selector.matchLabels", "not valid"),
@@ -942,6 +972,11 @@ WRONG_TYPES = [
     ("blacklist[1].group", "  blacklist: [{group: 1, version: v1, kind: Deployment}]\n"),
     ("blacklist[1].version", "  blacklist: [{group: apps, version: 1, kind: Deployment}]\n"),
     ("blacklist[1].kind", "  blacklist: [{group: apps, version: v1, kind: 42}]\n"),
+    ("watchReads", "  watchReads: v1/Secret\n"),
+    ("watchReads[1]", "  watchReads: [v1/Secret]\n"),
+    ("watchReads[1].group", "  watchReads: [{group: 1, version: v1, kind: Secret}]\n"),
+    ("watchReads[1].version", "  watchReads: [{version: 1, kind: Secret}]\n"),
+    ("watchReads[1].kind", "  watchReads: [{version: v1, kind: 42}]\n"),
     ("finalizer", "  finalizer: [f.io/x]\n"),
     ("finalizer.name", "  finalizer: {name: 42, role: thing}\n"),
     ("finalizer.role", "  finalizer: {name: f.io/x, role: 42}\n"),
@@ -997,5 +1032,6 @@ def test_the_type_checks_cover_every_key() -> None:
         | {f"selector.{k}" for k in SELECTOR_KEYS}
         | {f"selector.matchExpressions[1].{k}" for k in EXPRESSION_KEYS}
         | {f"blacklist[1].{k}" for k in GVK_KEYS}
+        | {f"watchReads[1].{k}" for k in GVK_KEYS}
     )
     assert expected <= covered, sorted(expected - covered)
