@@ -41,6 +41,10 @@ class Routes:
         gvk = target.watch.gvk
         self._by_kind[(gvk.group, gvk.kind)] = target
 
+    def knows(self, primary: Primary) -> bool:
+        """Is `primary` of a kind that one of our watches reconciles?"""
+        return (primary.group, primary.kind) in self._by_kind
+
     def trigger(self, primary: Primary) -> bool:
         """A dependent changed: reconcile the primary CR it points at, if it is one of ours."""
         target = self._by_kind.get((primary.group, primary.kind))

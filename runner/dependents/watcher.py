@@ -6,10 +6,12 @@ or a deletion of such an object enqueues each primary CR it points at: through a
 ownerReference, or, when `watchClusterScopedResources` is on, through operator-sdk's
 primary-resource annotations (objects in other namespaces, cluster-scoped objects).
 
-The list and watch of each kind are runner/kube/listwatch.py's (bookmarks, a watch that goes on
-from the last resourceVersion, a relist after 410 Gone, backoff); here, what a listing or an
-event means: a relist is compared with what was seen, and only a fingerprint per object (a hash
-of everything but status and bookkeeping) is kept.
+The list and watch of each kind are runner/kube/listwatch.py's (pages, bookmarks, a watch that
+goes on from the last resourceVersion, a relist after 410 Gone, backoff); here, what a listing or
+an event means: a relist is compared with what was seen. Only the objects that point at a CR of
+ours (`ours`) are remembered, each by a fingerprint (a hash of everything but status and
+bookkeeping): the others in the collection (a namespace's thousands of unrelated ConfigMaps)
+cost the parsing of their page or event, and no memory.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from runner.util.logs import cr_fields
 log = logging.getLogger("runner.dependents")
 
 Trigger = Callable[[Primary], bool]  # True when a watched primary was enqueued
+Ours = Callable[[Primary], bool]  # True when a primary is of a kind we reconcile
 _VOLATILE_META = ("resourceVersion", "managedFields", "generation")
 _OWN_WRITES = 4096
 
@@ -62,10 +65,17 @@ def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
 
 
 class DependentWatches:
-    def __init__(self, upstream: AsyncUpstream, trigger: Trigger, namespaces: list[str]) -> None:
+    def __init__(
+        self,
+        upstream: AsyncUpstream,
+        trigger: Trigger,
+        namespaces: list[str],
+        ours: Ours = lambda primary: True,
+    ) -> None:
         self.upstream = upstream
         self.trigger = trigger
         self.namespaces = namespaces
+        self.ours = ours
         self._tasks: dict[Kind, asyncio.Task[None]] = {}
         self._stopped = False
         # (uid, resourceVersion) of what roles wrote through the proxy: the watch events of
@@ -114,31 +124,50 @@ class DependentWatches:
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
 
     async def _watch(self, kind: Kind) -> None:
-        seen: dict[tuple[str, str], str] = {}  # (namespace, name) -> fingerprint
+        seen: dict[tuple[str, str], str] = {}  # (namespace, name) -> fingerprint, ours only
+        fresh: dict[tuple[str, str], str] = {}  # the same, from the listing being read
         changes = ListWatch(self.upstream, kind.path(), name=f"dependent watch {kind.path()}")
         async for change in changes.changes():
             try:
                 if isinstance(change, Listed):
-                    self._listed(change.items, seen)
+                    if change.first:
+                        fresh.clear()
+                    self._page(change, seen, fresh)
+                    if change.last:
+                        seen.clear()
+                        seen.update(fresh)
+                        fresh.clear()
                 else:
                     self._event(change, seen)
             except Exception:  # a bug: say so, and go on with the next change
                 log.exception("dependent watch %s: a change could not be handled", kind.path())
 
-    def _listed(self, items: list[dict[str, Any]], seen: dict[tuple[str, str], str]) -> None:
-        fresh = {_key(o): fingerprint(o) for o in items}
-        if seen:  # a relist after a broken stream: what changed meanwhile counts
-            for key in set(seen) | set(fresh):
-                if seen.get(key) != fresh.get(key):
-                    match = next((o for o in items if _key(o) == key), None)
-                    if match is not None:
-                        self._changed(match)
-        seen.clear()
-        seen.update(fresh)
+    def _is_ours(self, obj: Mapping[str, Any]) -> bool:
+        return any(self.ours(primary) for primary in owners_of(obj))
+
+    def _page(
+        self,
+        page: Listed,
+        seen: dict[tuple[str, str], str],
+        fresh: dict[tuple[str, str], str],
+    ) -> None:
+        """One page of a listing: ours remembered; after a broken stream (a relist), what
+        changed meanwhile counts. (An object deleted meanwhile is not known to have been
+        ours: its fingerprint alone was kept, so its CR waits for its next run.)"""
+        for obj in page.items:
+            if not self._is_ours(obj):
+                continue
+            key = _key(obj)
+            fresh[key] = fingerprint(obj)
+            if page.relist and seen.get(key) != fresh[key]:
+                self._changed(obj)
 
     def _event(self, event: Event, seen: dict[tuple[str, str], str]) -> None:
         obj = event.object
         key = _key(obj)
+        if not self._is_ours(obj):
+            seen.pop(key, None)  # never ours, or no longer: nothing of ours to reconcile
+            return
         if event.type == "DELETED":
             seen.pop(key, None)
             self._changed(obj)

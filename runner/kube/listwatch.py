@@ -2,14 +2,20 @@
 
 `ListWatch.changes()` is an async iterator, until cancelled, of what happens in one collection:
 
-- `Listed(items)`: the collection as a list returned it: first, and again whenever the watch
-  cannot go on from where it was (`relist`: compare with what you knew);
+- `Listed(items)`: the collection as a list returned it, one page (`limit`, `continue`) at a
+  time so that no more than a page is ever held: first, and again whenever the watch cannot go
+  on from where it was (`relist`: compare with what you knew). `first` marks a listing's first
+  page (what an unfinished listing gave before is void), `last` its last one;
 - `Event(type, object)`: ADDED, MODIFIED or DELETED, from a watch that starts at the listing's
   resourceVersion (`allowWatchBookmarks`, `timeoutSeconds`).
 
+`params` (a `labelSelector`, a `fieldSelector`) go with the list and the watch alike: the API
+server sends only the objects they select (and DELETED for an object that stops matching).
+
 The resourceVersion of every event and bookmark is remembered: when the server ends the stream
 (its timeout), the watch goes on from there, with no new list. 410 Gone (that resourceVersion is
-too old: compacted while the stream was down) lists again at once. Any other failure (the server
+too old: compacted while the stream was down; or a listing's continue token expired) lists again
+at once, from its first page. Any other failure (the server
 unreachable, an error status, a stream cut off or silent for longer than its timeout) is tried
 again after a backoff, 1 s doubling to 30 s, reset once a request succeeds: the watch from the
 last resourceVersion, or the list when there is none yet. One line is logged per failure, with
@@ -21,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -35,14 +41,18 @@ log = logging.getLogger("runner.listwatch")
 JSON = dict[str, Any]
 #: The longest watch event read (a line of JSON): Kubernetes objects stay below ~1.5 MiB.
 MAX_EVENT_BYTES = 16 * 1024 * 1024
+#: Objects per page of a listing (client-go's reflector asks for 500 too).
+PAGE_SIZE = 500
 
 
 @dataclass(frozen=True)
 class Listed:
-    """The collection's objects, as a list returned them."""
+    """One page of the collection's objects, as a list returned them."""
 
     items: list[JSON]
     relist: bool  # False for the first listing
+    first: bool = True  # the listing's first page: what an unfinished one gave is void
+    last: bool = True  # the listing's last page: the collection is whole
 
 
 @dataclass(frozen=True)
@@ -62,7 +72,7 @@ def _resource_version(obj: JSON) -> str:
 
 
 class ListWatch:
-    """The list and watch of one collection (`path`, as paths.py builds it)."""
+    """The list and watch of one collection (`path`, as paths.py builds it), with `params`."""
 
     def __init__(
         self,
@@ -70,12 +80,16 @@ class ListWatch:
         path: str,
         *,
         name: str = "",
+        params: Mapping[str, str] | None = None,
+        page_size: int = PAGE_SIZE,
         timeout_seconds: int = 300,
         backoff: tuple[float, float] = (1.0, 30.0),
     ) -> None:
         self.upstream = upstream
         self.path = path
         self.name = name or f"watch {path}"  # in log lines
+        self.params = dict(params or {})
+        self.page_size = page_size
         self.timeout_seconds = timeout_seconds
         self.backoff = backoff
         self.resource_version = ""  # where the next watch starts; "" lists first
@@ -86,9 +100,9 @@ class ListWatch:
         while True:
             try:
                 if not self.resource_version:
-                    items = await self._list()
-                    delay = self.backoff[0]
-                    yield Listed(items, relist=listed)
+                    async for page in self._list(relist=listed):
+                        delay = self.backoff[0]
+                        yield page
                     listed = True
                 async for event in self._watch():
                     delay = self.backoff[0]
@@ -103,17 +117,36 @@ class ListWatch:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.backoff[1])
 
-    async def _list(self) -> list[JSON]:
+    def _url(self, params: Mapping[str, str]) -> str:
+        query = {**self.params, **params}
+        return self.upstream.url(f"{self.path}?{urlencode(query)}" if query else self.path)
+
+    async def _list(self, relist: bool) -> AsyncIterator[Listed]:
+        """The listing's pages; the watch's resourceVersion is set once the last one is read
+        (a listing cut short starts again from its first page)."""
         upstream = self.upstream
-        async with upstream.session.get(
-            upstream.url(self.path), headers=await upstream.auth_headers()
-        ) as response:
-            body = await response.read()
-            if response.status != 200:
-                raise ApiError(response.status, response.reason or "", body.decode())
-            listing = json.loads(body)
-        self.resource_version = _resource_version(listing)
-        return list(listing.get("items") or [])
+        token, first = "", True
+        while True:
+            params = {"limit": str(self.page_size)} if self.page_size else {}
+            if token:
+                params["continue"] = token
+            async with upstream.session.get(
+                self._url(params), headers=await upstream.auth_headers()
+            ) as response:
+                body = await response.read()
+                if response.status != 200:
+                    error = Gone if response.status == 410 else ApiError
+                    raise error(response.status, response.reason or "", body.decode())
+                listing = json.loads(body)
+            del body
+            metadata = listing.get("metadata") or {}
+            token = str(metadata.get("continue") or "")
+            if not token:
+                self.resource_version = _resource_version(listing)
+            yield Listed(list(listing.get("items") or []), relist, first=first, last=not token)
+            if not token:
+                return
+            first = False
 
     async def _watch(self) -> AsyncIterator[Event]:
         upstream = self.upstream
@@ -123,7 +156,7 @@ class ListWatch:
             "resourceVersion": self.resource_version,
             "timeoutSeconds": str(self.timeout_seconds),
         }
-        url = upstream.url(f"{self.path}?{urlencode(params)}")
+        url = self._url(params)
         # nothing for longer than the server's own timeout: the connection is gone
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=10, sock_read=self.timeout_seconds + 30

@@ -23,13 +23,17 @@ def cm(name: str, version: str, **data: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": version}, "data": data}
 
 
-def run(test: Callable[[WatchServer, AsyncIterator[Listed | Event]], Awaitable[None]]) -> None:
-    """`test(server, changes)`: the changes of a ListWatch of the server's collection."""
+def run(
+    test: Callable[[WatchServer, AsyncIterator[Listed | Event]], Awaitable[None]],
+    **options: Any,
+) -> None:
+    """`test(server, changes)`: the changes of a ListWatch of the server's collection (the
+    ListWatch made with `options`)."""
 
     async def go() -> None:
         server = WatchServer()
         upstream = AsyncUpstream(Credentials(server=await server.start()))
-        watch = ListWatch(upstream, PATH, backoff=(0.01, 0.02), timeout_seconds=5)
+        watch = ListWatch(upstream, PATH, backoff=(0.01, 0.02), timeout_seconds=5, **options)
         changes = watch.changes()
         try:
             async with asyncio.timeout(10):
@@ -140,3 +144,55 @@ def test_an_event_larger_than_aiohttps_line_limit_is_read() -> None:
         assert await next_change(changes) == Event("ADDED", big)
 
     run(test)
+
+
+def test_a_listing_comes_a_page_at_a_time_and_the_watch_starts_after_the_last() -> None:
+    async def test(server: WatchServer, changes: AsyncIterator[Listed | Event]) -> None:
+        server.items = [cm(name, "5") for name in "abcde"]
+        server.resource_version = "7"
+        server.scripts = [[("event", "ADDED", cm("f", "8"))]]
+        pages = [await next_change(changes) for _ in range(3)]
+        assert pages == [
+            Listed([cm("a", "5"), cm("b", "5")], relist=False, first=True, last=False),
+            Listed([cm("c", "5"), cm("d", "5")], relist=False, first=False, last=False),
+            Listed([cm("e", "5")], relist=False, first=False, last=True),
+        ]
+        assert await next_change(changes) == Event("ADDED", cm("f", "8"))
+        assert [(r.get("limit"), r.get("continue")) for r in server.lists()] == [
+            ("2", None),
+            ("2", "2"),
+            ("2", "4"),
+        ]
+        assert server.watches()[0]["resourceVersion"] == "7"
+
+    run(test, page_size=2)
+
+
+def test_an_expired_continue_token_lists_again_from_the_first_page() -> None:
+    async def test(server: WatchServer, changes: AsyncIterator[Listed | Event]) -> None:
+        server.items = [cm(name, "5") for name in "abc"]
+        server.continue_status = 410
+        assert await next_change(changes) == Listed(
+            [cm("a", "5"), cm("b", "5")], relist=False, first=True, last=False
+        )
+        again_task = asyncio.create_task(next_change(changes))
+        while len(server.lists()) < 3:  # the first page, the expired next one, the first again
+            await asyncio.sleep(0.01)
+        server.continue_status = 200
+        again = await again_task
+        assert again == Listed([cm("a", "5"), cm("b", "5")], relist=False, first=True, last=False)
+        assert await next_change(changes) == Listed([cm("c", "5")], relist=False, first=False)
+        assert not server.watches(), "no watch before a listing is whole"
+
+    run(test, page_size=2)
+
+
+def test_a_selector_goes_with_the_list_and_the_watch() -> None:
+    async def test(server: WatchServer, changes: AsyncIterator[Listed | Event]) -> None:
+        server.scripts = [[("event", "ADDED", cm("a", "8"))]]
+        assert isinstance(await next_change(changes), Listed)
+        assert isinstance(await next_change(changes), Event)
+        [listing], [watch] = server.lists(), server.watches()
+        assert listing["labelSelector"] == watch["labelSelector"] == "app=web,tier in (a,b)"
+
+    run(test, params={"labelSelector": "app=web,tier in (a,b)"})

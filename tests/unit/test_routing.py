@@ -95,3 +95,9 @@ def test_triggers_reach_our_primaries_only() -> None:
     assert target.enqueued == [("ns", "e"), ("ns", "f")]
     r, target = routes(watch_cluster_scoped_resources=True)
     assert r.trigger(far) and target.enqueued == [("ns", "g")]
+
+
+def test_knows_the_kinds_of_its_watches_only() -> None:
+    r, _ = routes()
+    assert r.knows(Primary("x.io", "Echo", "ns", "e", via_annotation=False))
+    assert not r.knows(Primary("apps", "ReplicaSet", "ns", "rs", via_annotation=False))

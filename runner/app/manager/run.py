@@ -251,7 +251,9 @@ class Manager:
         self.upstream = kube.AsyncUpstream(self.credentials)
         parts.push_async_callback(self.upstream.close)
         self.routes = Routes()
-        self.dependents = DependentWatches(self.upstream, self.routes.trigger, config.namespaces)
+        self.dependents = DependentWatches(
+            self.upstream, self.routes.trigger, config.namespaces, self.routes.knows
+        )
         parts.push_async_callback(self.dependents.stop)
         routes, dependents = self.routes, self.dependents
         self.proxy = Proxy(

@@ -64,13 +64,15 @@ def serving_certificate_for(name: str, folder: Path) -> Iterator[tuple[str, Path
 
 class WatchServer:
     """One collection over HTTP, for the tests of list and watch (runner/kube/listwatch.py), on
-    the running event loop: a GET lists `items` (at `resource_version`); a GET with `watch=1`
-    plays the next of `scripts`, then stays open until `stop`.
+    the running event loop: a GET lists `items` (at `resource_version`; `limit` items a page,
+    the next page's `continue` token being its offset); a GET with `watch=1` plays the next of
+    `scripts`, then stays open until `stop`.
 
     A script is a list of steps: ("event", TYPE, object) sends a watch event (BOOKMARK too),
     ("error", code) an ERROR event with a Status of that code, ("status", code) answers that
     status instead of a stream, ("end",) ends the stream as the server's timeout does, ("cut",)
-    drops the connection mid-stream. `requests` holds each request's query parameters."""
+    drops the connection mid-stream, ("wait", asyncio.Event) goes on once the event is set.
+    `requests` holds each request's query parameters."""
 
     def __init__(self) -> None:
         from aiohttp import web
@@ -78,6 +80,7 @@ class WatchServer:
         self.items: list[dict[str, Any]] = []
         self.resource_version = "1"
         self.list_status = 200
+        self.continue_status = 200  # the answer to a listing's next page (410: token expired)
         self.scripts: list[list[tuple[Any, ...]]] = []
         self.requests: list[dict[str, str]] = []
         self.url = ""
@@ -115,12 +118,19 @@ class WatchServer:
                 return web.json_response(
                     {"kind": "Status", "code": self.list_status}, status=self.list_status
                 )
+            start = int(request.query.get("continue") or 0)
+            if start and self.continue_status != 200:
+                return web.json_response(
+                    {"kind": "Status", "code": self.continue_status, "reason": "Expired"},
+                    status=self.continue_status,
+                )
+            limit = int(request.query.get("limit") or 0) or len(self.items)
+            end = start + limit
+            metadata = {"resourceVersion": self.resource_version}
+            if end < len(self.items):
+                metadata["continue"] = str(end)
             return web.json_response(
-                {
-                    "kind": "List",
-                    "metadata": {"resourceVersion": self.resource_version},
-                    "items": self.items,
-                }
+                {"kind": "List", "metadata": metadata, "items": self.items[start:end]}
             )
         script = self.scripts.pop(0) if self.scripts else []
         if script and script[0][0] == "status":
@@ -132,6 +142,9 @@ class WatchServer:
         response = web.StreamResponse()
         await response.prepare(request)
         for step in script:
+            if step[0] == "wait":
+                await step[1].wait()
+                continue
             if step[0] == "event":
                 line = {"type": step[1], "object": step[2]}
             elif step[0] == "error":
