@@ -70,6 +70,7 @@ class Controller:
         self._random = rng or random.Random()
         self.shards = shards  # with --sharding: run only the CRs this replica holds
         self._seen: dict[ObjectRef, Seen] = {}
+        self._unselected: set[ObjectRef] = set()  # out of the selector while a run went on
         self._tasks: list[asyncio.Task[None]] = []
         self.busy = 0
         self._started: dict[ObjectRef, float] = {}  # the runs in progress, since when
@@ -83,10 +84,21 @@ class Controller:
         self.resource = ref.resource
         meta = body.get("metadata") or {}
         gvk = self.watch.gvk
+        if not matches(self.watch.selector, meta.get("labels")):
+            # not selected, or no longer (the API server, which applies the selector, sends
+            # DELETED for a CR that stops matching): not ours; a run of it queued is dropped
+            # and one going on is not requeued (_requeue)
+            if self._seen.pop(ref, None) is not None:
+                self.queue.forget(ref)
+                if self.queue.in_progress(ref):
+                    self._unselected.add(ref)
+                if self.shards is not None:
+                    self.shards.observe(self, ref, "DELETED", body)
+                self.metrics.observe_resource(gvk.kind, gvk.group, gvk.version, ref, None)
+            return
+        self._unselected.discard(ref)
         if event_type == "DELETED":
             self.metrics.observe_resource(gvk.kind, gvk.group, gvk.version, ref, None)
-        elif not matches(self.watch.selector, meta.get("labels")):
-            return
         elif (created := creation_seconds(meta)) is not None:
             self.metrics.observe_resource(gvk.kind, gvk.group, gvk.version, ref, created)
         if self.shards is not None:
@@ -237,7 +249,9 @@ class Controller:
         self.metrics.observe_queue_wait(gvk.kind, gvk.group, seconds)
 
     def _requeue(self, ref: ObjectRef, outcome: Outcome) -> None:
-        if outcome.forget:
+        unselected = ref in self._unselected
+        self._unselected.discard(ref)
+        if outcome.forget or unselected:  # gone, or out of the selector during the run
             self.backoff.reset(ref)
             self._seen.pop(ref, None)
             return

@@ -1,4 +1,5 @@
-"""Label selectors (metav1.LabelSelector) matched against labels (pure)."""
+"""Label selectors (metav1.LabelSelector) matched against labels, and written as the API server
+reads them in a list or watch's `labelSelector` (pure)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,22 @@ def matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None
         if op == "DoesNotExist" and key in labels:
             return False
     return True
+
+
+def selector_text(selector: Mapping[str, Any] | None) -> str:
+    """`selector` in the API server's syntax (`app=web,tier in (a,b),!legacy`); "" for none."""
+    if not selector:
+        return ""
+    terms = [f"{key}={value}" for key, value in (selector.get("matchLabels") or {}).items()]
+    for expr in selector.get("matchExpressions") or []:
+        key, op = expr["key"], expr["operator"]
+        values = ",".join(str(v) for v in expr.get("values") or [])
+        terms.append(
+            {
+                "In": f"{key} in ({values})",
+                "NotIn": f"{key} notin ({values})",
+                "Exists": key,
+                "DoesNotExist": f"!{key}",
+            }[op]
+        )
+    return ",".join(terms)

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from runner.control.selectors import matches
+from runner.control.selectors import matches, selector_text
 from runner.control.triggers import fingerprint, should_reconcile
 
 
@@ -85,3 +85,8 @@ def test_selector_matching(labels: dict[str, str] | None, expected: bool) -> Non
 
 def test_empty_selector_matches_everything() -> None:
     assert matches({}, None) and matches(None, {"a": "b"})
+
+
+def test_selector_text_is_the_api_servers_syntax() -> None:
+    assert selector_text(SELECTOR) == "tier=web,env in (prod,stage),!legacy,team,zone notin (b)"
+    assert selector_text({}) == selector_text(None) == ""

@@ -333,6 +333,7 @@ class Manager:
         await serve_crds_without_watching_them(self.client)
         await watching.run(
             handlers,
+            watches=self.watches,
             namespaces=namespaces,
             graceful_shutdown_timeout=self.config.graceful_shutdown_timeout,
             ready_flag=self.serving.health.kopf_ready,

@@ -17,8 +17,11 @@ from typing import Any
 from runner.app.source.kopf_import import kopf, kopf_tasks_to_ignore
 from runner.app.source.login import connection_info
 from runner.control.controller import Controller
+from runner.control.selectors import selector_text
 from runner.kube.credentials import Credentials
+from runner.kube.listwatch import PAGE_SIZE
 from runner.kube.resources import ObjectRef, Resource
+from runner.watches import GVK, Watch
 
 #: (id, coroutine function): a handler of kopf's cleanup phase.
 Cleanup = tuple[str, Callable[[], Awaitable[None]]]
@@ -80,8 +83,18 @@ def _on_cleanup(
     kopf.on.cleanup(registry=handlers, id=name)(handler)
 
 
-def settings(graceful_shutdown_timeout: float) -> kopf.OperatorSettings:
-    """kopf's settings: no Events of its own, no peering, watches that reconnect in time."""
+def _kind_of(gvk: GVK) -> Callable[[kopf.Resource], bool]:
+    """kopf's resource selector of exactly this group, version and kind."""
+    return lambda r: (r.group, r.version, r.kind) == (gvk.group, gvk.version, gvk.kind)
+
+
+def settings(
+    graceful_shutdown_timeout: float, watches: Iterable[Watch] = ()
+) -> kopf.OperatorSettings:
+    """kopf's settings: no Events of its own, no peering, watches that reconnect in time; the
+    CRs listed a page at a time, and each watch's `selector` sent with the list and the watch
+    of its kind, so that the API server sends only the CRs it selects (kopf's own `labels=`
+    filters would receive them all and drop them here)."""
     settings = kopf.OperatorSettings()
     settings.posting.enabled = False  # our Events only
     settings.peering.standalone = True
@@ -89,12 +102,17 @@ def settings(graceful_shutdown_timeout: float) -> kopf.OperatorSettings:
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 10
+    settings.watching.chunk_size = PAGE_SIZE
+    for watch in watches:
+        if text := selector_text(watch.selector):
+            settings.watching.label_selectors[_kind_of(watch.gvk)] = text
     return settings
 
 
 async def run(
     handlers: kopf.OperatorRegistry,
     *,
+    watches: Iterable[Watch],
     namespaces: list[str],
     graceful_shutdown_timeout: float,
     ready_flag: asyncio.Event,
@@ -106,7 +124,7 @@ async def run(
     put back in between (`take_signals`: the workers stop taking keys at the signal)."""
     operator_tasks = await kopf.spawn_tasks(
         registry=handlers,
-        settings=settings(graceful_shutdown_timeout),
+        settings=settings(graceful_shutdown_timeout, watches),
         standalone=True,
         clusterwide=not namespaces,
         namespaces=namespaces,
