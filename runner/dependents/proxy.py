@@ -28,7 +28,6 @@ and a message that says so, which the role's task reports.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import os
@@ -52,6 +51,7 @@ from runner.dependents.ownership import (
     parse_path,
 )
 from runner.dependents.relay import forward_headers, pump, relay, status_response, whole_response
+from runner.dependents.runaccess import is_loopback, kubeconfig_text, token_of
 from runner.kube import reachability
 from runner.kube.client import JSON_PATCH, AsyncUpstream
 from runner.kube.reachability import is_connection_error, summary
@@ -77,38 +77,6 @@ _JSON_TYPES = (
     "application/json-patch+json",
     "application/apply-patch+yaml",
 )
-
-
-def kubeconfig_text(url: str, token: str, namespace: str) -> str:
-    """A kubeconfig for one run: the proxy, the run's token, the CR's namespace."""
-    return json.dumps(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "operator-runner", "cluster": {"server": url}}],
-            "users": [{"name": "run", "user": {"token": token}}],
-            "contexts": [
-                {
-                    "name": "run",
-                    "context": {
-                        "cluster": "operator-runner",
-                        "user": "run",
-                        "namespace": namespace or "default",
-                    },
-                }
-            ],
-            "current-context": "run",
-        }
-    )
-
-
-def is_loopback(remote: str | None) -> bool:
-    if not remote:
-        return False
-    try:
-        return ipaddress.ip_address(remote.split("%", 1)[0]).is_loopback
-    except ValueError:
-        return False
 
 
 class Proxy:
@@ -270,10 +238,10 @@ class Proxy:
         return answer if isinstance(answer, dict) else None
 
     def _owner(self, request: web.Request) -> Owner | None:
-        return self._owners.get(_token(request))
+        return self._owners.get(token_of(request))
 
     def _values(self, request: web.Request) -> SecretValues | None:
-        return self._secrets.get(_token(request))
+        return self._secrets.get(token_of(request))
 
     async def _after_write(
         self,
@@ -360,11 +328,6 @@ class Proxy:
             await local.prepare(request)
             await asyncio.gather(pump(local, remote), pump(remote, local))
             return local
-
-
-def _token(request: web.Request) -> str:
-    auth = request.headers.get("Authorization", "")
-    return auth[len("Bearer ") :].strip() if auth.startswith("Bearer ") else ""
 
 
 def _is_json(request: web.Request) -> bool:

@@ -15,7 +15,7 @@ from runner.dependents.ownership import (
     owners_of,
     parse_path,
 )
-from runner.dependents.proxy import is_loopback
+from runner.dependents.runaccess import is_loopback
 from runner.dependents.watcher import fingerprint
 
 OWNER = Owner("swallowlab.com/v1alpha1", "EchoFlask", "example", "ns", "uid-1")
