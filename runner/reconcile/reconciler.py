@@ -25,18 +25,19 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.interface import LogEvents, RunRequest, RunResult, Runs, role_playbook_text
 from runner.ansible.results import RunSummary, hide_no_log_errors
-from runner.dependents.ownership import Owner, owner_of
+from runner.dependents.ownership import owner_of
 from runner.kube import client as kube
 from runner.kube.client import KubeClient
 from runner.kube.resources import ObjectRef
 from runner.reconcile import annotations as cr_annotations
 from runner.reconcile import conditionlist, conditions, extravars
 from runner.reconcile.ansible_result import AnsibleResult
+from runner.reconcile.apiaccess import RunAccess
 from runner.reconcile.crnames import cr_env, cr_log_fields
 from runner.reconcile.interface import Outcome
 from runner.reconcile.recorder import EventRecorder
@@ -68,14 +69,6 @@ class _Run:
     result: RunResult | None = None
     # what the run must not show: masked in its log lines, its condition and its Events
     secrets: SecretValues = field(default_factory=SecretValues)
-
-
-class RunAccess(Protocol):
-    """How a run reaches the API: runner.dependents.proxy.Proxy (a kubeconfig per run)."""
-
-    def run_env(
-        self, owner: Owner, values: SecretValues | None = None
-    ) -> AbstractContextManager[dict[str, str]]: ...
 
 
 class Reconciler:
