@@ -140,15 +140,16 @@ class Controller:
         self.queue.forget(ref)
 
     def enqueue_named(self, namespace: str, name: str) -> bool:
-        """Reconcile the CR `namespace/name` of this watch (one of its dependents changed);
-        False when no such CR is known (never seen, or deleted)."""
+        """Reconcile the CR `namespace/name` of this watch (one of its dependents changed, or
+        an object its run read); False when no such CR is known (never seen, deleted, out of
+        the selector) or, with sharding, another replica holds it."""
         if self.resource is None:
             return False  # no CR of this kind seen yet: nothing can depend on one
         ref = ObjectRef(self.resource, namespace if self.resource.namespaced else None, name)
         if ref not in self._seen:
             return False
         self.enqueue(ref)
-        return True
+        return self.shards is None or self.shards.may_run(ref)
 
     # -- workers ----------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""What the API server's discovery says of a resource a role writes: its scope, and whether it
-is stored at all.
+"""What the API server's discovery says of a resource a role writes (or reads, when its watch
+follows reads: its kind): its scope, and whether it is stored at all.
 
 operator-sdk's proxy asks its RESTMapper and discovery client the same two questions before it
 touches a create (ansible-operator-plugins, internal/ansible/proxy: `IsVirtualResource`,
@@ -47,6 +47,7 @@ class Served:
 
     namespaced: bool
     verbs: frozenset[str] = _STORED_VERBS
+    kind: str = ""  # "" when discovery could not tell
 
     @property
     def cluster_scoped(self) -> bool:
@@ -73,6 +74,7 @@ def served_in(api_resources: Mapping[str, Any]) -> dict[str, Served]:
         found[name] = Served(
             namespaced=bool(entry.get("namespaced", True)),
             verbs=frozenset(str(v) for v in entry.get("verbs") or ()),
+            kind=str(entry.get("kind") or ""),
         )
     return found
 

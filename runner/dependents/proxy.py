@@ -16,6 +16,8 @@ of its own, valid for that run only. The proxy
   resource (SelfSubjectAccessReview, TokenReview, ...) gets nothing, a cluster-scoped one of a
   namespaced CR the annotations only;
 - reports what kinds were written so that the operator watches them (virtual ones never);
+- reports the objects a run reads by name, of the kinds its watch follows (`watchReads`), found
+  or not, so that their changes reconcile its CR (runner/dependents/references.py);
 - collects the values of the Secrets a run reads or writes (`secretdata`), which the
   operator then masks in what it says about the run (runner/util/redact.py).
 
@@ -65,6 +67,8 @@ log = logging.getLogger("runner.proxy")
 KUBECONFIGS_DIR_PREFIX = "operator-runner-kubeconfigs-"
 
 WriteListener = Callable[[RequestInfo, Owner, dict[str, Any]], None]
+ReadFollows = Callable[[Owner, str, str, str], bool]  # routing.Routes.follows
+ReadListener = Callable[[RequestInfo, Owner, dict[str, Any] | None], None]  # None: not found
 _READS = frozenset({"GET", "HEAD"})
 READ_ONLY_MESSAGE = (
     "operator-runner: admission roles may only read: {method} {path} was refused (a validate "
@@ -87,6 +91,8 @@ class Proxy:
         inject: bool,
         adopt: bool = False,
         on_write: WriteListener | None = None,
+        follows: ReadFollows | None = None,
+        on_read: ReadListener | None = None,
         host: str = "127.0.0.1",
         read_only: bool = False,
     ) -> None:
@@ -95,6 +101,7 @@ class Proxy:
         self.inject = inject and not read_only
         self.adopt = adopt  # owner references on updates of existing objects too
         self.on_write = on_write
+        self.follows, self.on_read = follows, on_read
         self.host = host
         self.url = ""
         self._owners: dict[str, Owner] = {}
@@ -185,6 +192,7 @@ class Proxy:
         marks_body = request.method == "POST" or (self.adopt and request.method == "PUT")
         if writes and marks_body and info is not None and served is not None:
             body = _marked_body(body, info, owner, served)
+        followed = await self._followed(request, info, owner)  # the kind of a followed read
         headers = forward_headers(request.headers)
         headers.update(await self.upstream.auth_headers())
         headers["Accept-Encoding"] = "identity"
@@ -207,6 +215,8 @@ class Proxy:
                 503, "ServiceUnavailable", f"the API server cannot be reached: {summary(err)}"
             )
         try:
+            if followed and info is not None and upstream.status in (200, 404):
+                return await self._after_read(upstream, info, owner, followed, values)
             if info is not None and served is not None and stored and 200 <= upstream.status < 300:
                 # operator-sdk marks only what a role creates; an update of an object that
                 # existed before (the role's or someone else's) is left as it was, unless adopt
@@ -218,6 +228,44 @@ class Proxy:
             return await relay(request, upstream, values)
         finally:
             upstream.release()
+
+    async def _followed(self, request: web.Request, info: RequestInfo | None, owner: Owner) -> str:
+        """The kind of the object a GET by name reads, when the owner's watch follows it."""
+        follows, query = self.follows, request.query
+        if follows is None or request.method != "GET" or info is None or "watch" in query:
+            return ""
+        if not info.name or info.subresource or not follows(owner, info.group, info.version, ""):
+            return ""  # not one object, or no kind of its group version followed (no discovery)
+        served = await self.resources.lookup(info)
+        found = not served.virtual and follows(owner, info.group, info.version, served.kind)
+        return served.kind if found else ""
+
+    async def _after_read(
+        self,
+        upstream: aiohttp.ClientResponse,
+        info: RequestInfo,
+        owner: Owner,
+        kind: str,
+        values: SecretValues | None,
+    ) -> web.StreamResponse:
+        """A followed read: the object as read (200), or None (404), to the listener."""
+        raw = await upstream.read()
+        obj: dict[str, Any] | None = None
+        if upstream.status == 200:
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                return whole_response(upstream, raw)
+            if not isinstance(obj, dict) or obj.get("kind") != kind:
+                return whole_response(upstream, raw)  # a Table, metadata only: not the object
+            if values is not None:
+                secretdata.collect(obj, values)
+        try:
+            if self.on_read is not None:
+                self.on_read(info, owner, obj)
+        except Exception:  # a listener's bug must not fail the role's request
+            log.exception("read-following listener failed")
+        return whole_response(upstream, raw)
 
     async def _discovery(self, path: str) -> dict[str, Any] | None:
         """A discovery document for `apiresources`: {} when not served, None when not read."""

@@ -7,7 +7,8 @@ cluster-scoped objects only with `watchClusterScopedResources`). Namespaced obje
 namespace are watched whatever that key says, as operator-sdk does (proxy.go's
 addWatchToController), in the watched namespaces and theirs. A change to a dependent reconciles
 the primary it points at, if that primary is one of our watches (a cluster-scoped object's
-primary-resource annotations only with `watchClusterScopedResources`).
+primary-resource annotations only with `watchClusterScopedResources`). A role's read by name of
+a kind its watch lists in `watchReads` is followed (references.py).
 
 The targets are the controllers, seen here only as `Target`: a watch and a way to enqueue.
 """
@@ -57,6 +58,15 @@ class Routes:
         ):
             return False
         return target.enqueue_named(primary.namespace, primary.name)
+
+    def follows(self, owner: Owner, group: str, version: str, kind: str = "") -> bool:
+        """Does `owner`'s watch follow what its runs read of that kind (`watchReads`)? With
+        `kind` "", of any kind of that group version (a cheap first question)."""
+        target = self._by_kind.get((owner.group, owner.kind))
+        return target is not None and any(
+            (read.group, read.version) == (group, version) and kind in ("", read.kind)
+            for read in target.watch.watch_reads
+        )
 
     def on_write(
         self,

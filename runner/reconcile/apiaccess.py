@@ -1,5 +1,5 @@
-"""What a reconcile's run reaches the API through: protocols that the app fills in (the roles'
-proxy of runner/dependents)."""
+"""What a reconcile's run reaches the API through, and what it read followed: protocols that the
+app fills in (the roles' proxy and the read-following watches of runner/dependents)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 from runner.dependents.ownership import Owner
+from runner.kube.resources import ObjectRef
 from runner.util.redact import SecretValues
 
 
@@ -16,3 +17,11 @@ class RunAccess(Protocol):
     def run_env(
         self, owner: Owner, values: SecretValues | None = None
     ) -> AbstractContextManager[dict[str, str]]: ...
+
+
+class ReadFollowing(Protocol):
+    """What a run read, followed (`watchReads`): runner.dependents.references.References."""
+
+    def settle(self, ref: ObjectRef, succeeded: bool) -> None: ...
+
+    def forget(self, ref: ObjectRef) -> None: ...

@@ -37,7 +37,7 @@ from runner.kube.resources import ObjectRef
 from runner.reconcile import annotations as cr_annotations
 from runner.reconcile import conditionlist, conditions, extravars
 from runner.reconcile.ansible_result import AnsibleResult
-from runner.reconcile.apiaccess import RunAccess
+from runner.reconcile.apiaccess import ReadFollowing, RunAccess
 from runner.reconcile.crnames import cr_env, cr_log_fields
 from runner.reconcile.interface import Outcome
 from runner.reconcile.recorder import EventRecorder
@@ -83,8 +83,10 @@ class Reconciler:
         artifacts: Artifacts,
         recorder: EventRecorder,
         proxy: RunAccess | None = None,
+        reads: ReadFollowing | None = None,
     ) -> None:
         self.proxy = proxy
+        self.reads = reads  # with watchReads: what each run read, followed
         self.watch = watch
         self.options = options
         self.client = client
@@ -107,7 +109,7 @@ class Reconciler:
         """One reconcile of `ref`, from the object as it is now (or as `given`)."""
         obj = given if given is not None else await self._get(ref)
         if obj is None:
-            self.artifacts.remove(ref)
+            self._gone(ref)
             return Outcome(forget=True, detail="gone")
         meta = obj.get("metadata") or {}
         annotations: dict[str, str] = meta.get("annotations") or {}
@@ -147,7 +149,7 @@ class Reconciler:
         summary = result.summary
         now_obj = run.obj if given is not None and self.options.check else await self._get(ref)
         if now_obj is None:
-            self.artifacts.remove(ref)
+            self._gone(ref)
             return Outcome(forget=True, detail="gone after the run")
         redact = run.secrets.redact
         # What the run reconciled: a spec changed while it ran is the next run's to report.
@@ -219,6 +221,8 @@ class Reconciler:
                 secrets=run.secrets,
             )
             result = await self.executor.run(request)
+        if self.reads is not None:  # what it read is followed now (and what it did not, not)
+            self.reads.settle(ref, succeeded=result.ok)
         # A run that changed nothing and succeeded (an idle resync) is logged at debug.
         quiet = result.ok and not _changed(result.summary)
         log.log(
@@ -235,6 +239,11 @@ class Reconciler:
             stdout = private / "artifacts" / ident / "stdout"
             await asyncio.to_thread(self._log_output, ref, stdout, run.secrets)
         return result
+
+    def _gone(self, ref: ObjectRef) -> None:
+        self.artifacts.remove(ref)
+        if self.reads is not None:
+            self.reads.forget(ref)
 
     def _log_output(self, ref: ObjectRef, stdout: Path, secrets: SecretValues) -> None:
         """ANSIBLE_DEBUG_LOGS: the run's whole output to the log, as operator-sdk prints it,

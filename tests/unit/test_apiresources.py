@@ -38,8 +38,13 @@ CORE = {
     "kind": "APIResourceList",
     "groupVersion": "v1",
     "resources": [
-        {"name": "pods", "namespaced": True, "verbs": ["create", "get", "list", "watch"]},
-        {"name": "pods/log", "namespaced": True, "verbs": ["get"]},
+        {
+            "name": "pods",
+            "kind": "Pod",
+            "namespaced": True,
+            "verbs": ["create", "get", "list", "watch"],
+        },
+        {"name": "pods/log", "kind": "Pod", "namespaced": True, "verbs": ["get"]},
     ],
 }
 
@@ -133,3 +138,10 @@ def test_when_discovery_cannot_answer_the_path_decides_and_it_is_asked_again() -
     fake.documents["/apis/rbac.authorization.k8s.io/v1"] = RBAC
     assert asyncio.run(resources.lookup(cluster_role)).cluster_scoped
     assert len(fake.asked) == 2  # an unanswered read is not kept
+
+
+def test_the_kind_discovery_names_and_none_where_it_cannot_tell() -> None:
+    resources = ApiResources(FakeDiscovery({"/api/v1": CORE}))
+    pod = asyncio.run(resources.lookup(info("/api/v1/namespaces/ns/pods/p")))
+    assert pod.kind == "Pod" and not pod.virtual
+    assert from_path(info("/api/v1/namespaces/ns/pods/p")).kind == ""

@@ -382,3 +382,31 @@ def test_a_run_reports_the_generation_it_ran_not_one_edited_meanwhile(
     assert condition(obj, ctype)["status"] == "True"
     assert condition(obj, ctype)["observedGeneration"] == 1
     assert condition(obj, "Ready")["observedGeneration"] == 1
+
+
+class Reads:
+    """What the reconciler tells the read-following watches (watchReads)."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, ObjectRef, bool | None]] = []
+
+    def settle(self, ref: ObjectRef, succeeded: bool) -> None:
+        self.told.append(("settle", ref, succeeded))
+
+    def forget(self, ref: ObjectRef) -> None:
+        self.told.append(("forget", ref, None))
+
+
+def test_each_run_settles_what_it_read_and_a_gone_cr_forgets_it(tmp_path: Path) -> None:
+    api, reads = FakeApi(), Reads()
+    api.put(REF, echo())
+
+    def with_reads(api: FakeApi, runs: FakeRuns) -> Reconciler:
+        rec = reconciler(tmp_path, api, runs, watch_reads=(GVK("", "v1", "Secret"),))
+        rec.reads = reads
+        return rec
+
+    reconcile(with_reads(api, FakeRuns(success())))
+    reconcile(with_reads(api, FakeRuns(failure("no password yet"))))
+    reconcile(with_reads(FakeApi(), FakeRuns(success())))  # the CR is not there
+    assert reads.told == [("settle", REF, True), ("settle", REF, False), ("forget", REF, None)]

@@ -101,3 +101,16 @@ def test_knows_the_kinds_of_its_watches_only() -> None:
     r, _ = routes()
     assert r.knows(Primary("x.io", "Echo", "ns", "e", via_annotation=False))
     assert not r.knows(Primary("apps", "ReplicaSet", "ns", "rs", via_annotation=False))
+
+
+def test_follows_the_kinds_of_watch_reads_only() -> None:
+    r, _ = routes(watch_reads=(GVK("", "v1", "Secret"), GVK("cert-manager.io", "v1", "Cert")))
+    assert r.follows(OWNER, "", "v1", "Secret")
+    assert r.follows(OWNER, "", "v1"), "some kind of the core group is followed"
+    assert not r.follows(OWNER, "", "v1", "ConfigMap")
+    assert not r.follows(OWNER, "apps", "v1")
+    assert r.follows(OWNER, "cert-manager.io", "v1", "Cert")
+    stranger = Owner("y.io/v1", "Other", "o", "ns", "uid-2")
+    assert not r.follows(stranger, "", "v1", "Secret")
+    r, _ = routes()
+    assert not r.follows(OWNER, "", "v1"), "off by default"

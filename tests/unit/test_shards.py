@@ -395,3 +395,30 @@ def test_a_replica_that_cannot_renew_its_lease_for_the_renew_deadline_is_lost() 
 
     clock = FakeClock()
     fake_api.run(go(FakeApi(clock)), clock)
+
+
+def test_a_change_an_other_replicas_cr_depends_on_is_not_ours_to_run() -> None:
+    """enqueue_named (dependents, watchReads) says False for a CR this replica does not hold:
+    the read-following watches forget that CR's reads then."""
+    from typing import cast
+
+    from runner.control.controller import Controller
+    from runner.reconcile.reconciler import Reconciler
+    from runner.watches import GVK, Watch
+
+    class Idle:
+        watch = Watch(GVK("example.com", "v1", "Thing"), role="/r")
+
+    async def go() -> None:
+        api = FakeApi()
+        shards = replica(api, "a")
+        shards.set_members(["a", "b"])
+        controller = Controller(cast(Reconciler, Idle()), workers=1, shards=shards)
+        mine, theirs = owned_by("a", ["a", "b"]), owned_by("b", ["a", "b"])
+        controller.on_event(mine, "ADDED", thing(mine, "a"))
+        controller.on_event(theirs, "ADDED", thing(theirs, "b"))
+        assert controller.enqueue_named("ns", mine.name) is True
+        assert controller.enqueue_named("ns", theirs.name) is False
+        await settled(shards)
+
+    asyncio.run(go())

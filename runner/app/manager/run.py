@@ -8,15 +8,15 @@
    (runner/app/serving; webhooks.py), before anything waits, so that a standby answers them too;
 3. lead: with `--leader-elect`, once this replica holds the Lease (leadership.py); with
    `--sharding`, once it has joined the replicas that share the CRs (runner/app/leases);
-4. build: the roles' API proxy and the dependent watches, one reconciler and controller per
-   watch, live reload of the roles;
+4. build: the roles' API proxy, the dependent and read-following watches, one reconciler and
+   controller per watch, live reload of the roles;
 5. watch: kopf's watches feed the controllers (runner/app/source) until a signal or a lost Lease
    (shutdown.py);
 6. stop: each part is registered on one exit stack as it starts (`parts`), so every way out
    (the end of the watch, a standby stopped, a `SystemExit` of a build step, an error) stops
    what started, in reverse order: the runs in progress get the grace period, then the proxy,
-   the dependent watches, the shard and leader Leases, the webhooks, the endpoints, the
-   executor, the prober and the client.
+   the read-following and dependent watches, the shard and leader Leases, the webhooks, the
+   endpoints, the executor, the prober and the client.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import contextlib
 import logging
 import os
 from contextlib import AsyncExitStack
+from typing import Any
 
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.executor import Executor
@@ -51,7 +52,9 @@ from runner.app.source.namespaces import skip_refused_namespace_scan
 from runner.control.controller import Controller
 from runner.control.reload import RoleReloader
 from runner.control.shards import Shards
+from runner.dependents.ownership import Owner, RequestInfo
 from runner.dependents.proxy import Proxy
+from runner.dependents.references import References
 from runner.dependents.routing import Routes
 from runner.dependents.watcher import DependentWatches
 from runner.kube import client as kube
@@ -96,6 +99,7 @@ class Manager:
     shards: Shards | None
     upstream: kube.AsyncUpstream
     dependents: DependentWatches
+    references: References
     routes: Routes
     proxy: Proxy
     controllers: list[Controller]
@@ -255,12 +259,21 @@ class Manager:
             self.upstream, self.routes.trigger, config.namespaces, self.routes.knows
         )
         parts.push_async_callback(self.dependents.stop)
-        routes, dependents = self.routes, self.dependents
+        self.references = References(self.upstream, self.routes.trigger, config.namespaces)
+        parts.push_async_callback(self.references.stop)
+        routes, dependents, references = self.routes, self.dependents, self.references
+
+        def on_write(info: RequestInfo, owner: Owner, obj: dict[str, Any]) -> None:
+            routes.on_write(dependents, info, owner, obj)
+            references.wrote(info, owner, obj)
+
         self.proxy = Proxy(
             self.upstream,
             inject=config.inject_owner_ref,
             adopt=config.owner_ref_on_update,
-            on_write=lambda info, owner, obj: routes.on_write(dependents, info, owner, obj),
+            on_write=on_write,
+            follows=routes.follows,
+            on_read=references.read,
         )
         parts.push_async_callback(self.proxy.stop)  # its folder of kubeconfigs exists already
         try:
@@ -283,7 +296,14 @@ class Manager:
             options = watch_options(config, watch, os.environ)
             workers = watch_workers(config, watch, os.environ)
             reconciler = Reconciler(
-                watch, options, self.client, self.executor, artifacts, recorder, self.proxy
+                watch,
+                options,
+                self.client,
+                self.executor,
+                artifacts,
+                recorder,
+                self.proxy,
+                self.references if watch.watch_reads else None,
             )
             controller = Controller(
                 reconciler, workers, metrics=self.serving.metrics, shards=self.shards
@@ -324,6 +344,7 @@ class Manager:
             cleanups.append(("operator-runner-release-lease", self.leadership.release_at_cleanup))
         # in kopf's cleanup: otherwise kopf waits 5 s for these tasks before it returns
         cleanups.append(("operator-runner-stop-dependent-watches", self.dependents.stop))
+        cleanups.append(("operator-runner-stop-read-following", self.references.stop))
         handlers = watching.registry(self.controllers, self.credentials, cleanups)
         namespaces = self.config.namespaces
         log.info("namespaces: %s", ", ".join(namespaces) if namespaces else "all")
