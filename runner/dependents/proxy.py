@@ -29,7 +29,6 @@ and a message that says so, which the role's task reports.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -52,7 +51,13 @@ from runner.dependents.ownership import (
     mark,
     parse_path,
 )
-from runner.dependents.relay import forward_headers, pump, relay, status_response, whole_response
+from runner.dependents.relay import (
+    forward_headers,
+    relay,
+    relay_websocket,
+    status_response,
+    whole_response,
+)
 from runner.dependents.runaccess import is_loopback, kubeconfig_text, token_of
 from runner.kube import reachability
 from runner.kube.client import JSON_PATCH, AsyncUpstream
@@ -175,7 +180,7 @@ class Proxy:
             message = READ_ONLY_MESSAGE.format(method=request.method, path=request.path)
             return status_response(403, "Forbidden", message)
         if request.headers.get("Upgrade", "").lower() == "websocket":
-            return await self._websocket(request)
+            return await relay_websocket(self.upstream, request)
         info = parse_path(request.path)
         body = await request.read()
         values = self._values(request) if secretdata.is_secrets_path(request.path) else None
@@ -357,25 +362,6 @@ class Proxy:
                 said,
             )
             return obj, raw
-
-    async def _websocket(self, request: web.Request) -> web.StreamResponse:
-        protocols = [
-            p.strip()
-            for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")
-            if p.strip()
-        ]
-        async with self.upstream.session.ws_connect(
-            self.upstream.url(request.path_qs),
-            protocols=protocols,
-            headers=await self.upstream.auth_headers(),
-            max_msg_size=0,
-        ) as remote:
-            local = web.WebSocketResponse(
-                protocols=[remote.protocol] if remote.protocol else [], max_msg_size=0
-            )
-            await local.prepare(request)
-            await asyncio.gather(pump(local, remote), pump(remote, local))
-            return local
 
 
 def _is_json(request: web.Request) -> bool:

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
 from aiohttp import web
 
 from runner.dependents import secretdata
+from runner.kube.client import AsyncUpstream
 from runner.util.redact import SecretValues
 
 HOP_HEADERS = {
@@ -83,3 +85,22 @@ def status_response(code: int, reason: str, message: str) -> web.Response:
         "code": code,
     }
     return web.json_response(body, status=code)
+
+
+async def relay_websocket(upstream: AsyncUpstream, request: web.Request) -> web.StreamResponse:
+    """An upgrade (exec, attach, port-forward) relayed frame by frame."""
+    protocols = [
+        p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()
+    ]
+    async with upstream.session.ws_connect(
+        upstream.url(request.path_qs),
+        protocols=protocols,
+        headers=await upstream.auth_headers(),
+        max_msg_size=0,
+    ) as remote:
+        local = web.WebSocketResponse(
+            protocols=[remote.protocol] if remote.protocol else [], max_msg_size=0
+        )
+        await local.prepare(request)
+        await asyncio.gather(pump(local, remote), pump(remote, local))
+        return local
