@@ -15,7 +15,8 @@ of its own, valid for that run only. The proxy
   the two, and whether anything at all, is discovery's to say (`apiresources`): a virtual
   resource (SelfSubjectAccessReview, TokenReview, ...) gets nothing, a cluster-scoped one of a
   namespaced CR the annotations only;
-- reports what kinds were written so that the operator watches them (virtual ones never);
+- reports what kinds were written so that the operator watches them (virtual ones never), and
+  when the write of an object begins and ends (inflight.py: no run for a role's own write);
 - reports the objects a run reads by name, of the kinds its watch follows (`watchReads`), found
   or not, so that their changes reconcile its CR (runner/dependents/references.py);
 - collects the values of the Secrets a run reads or writes (`secretdata`), which the
@@ -43,6 +44,7 @@ from aiohttp import web
 
 from runner.dependents import datastrings, secretdata
 from runner.dependents.apiresources import ApiResources, Served
+from runner.dependents.inflight import Key, WritesInFlight, written_key
 from runner.dependents.ownership import (
     Owner,
     RequestInfo,
@@ -98,6 +100,7 @@ class Proxy:
         on_write: WriteListener | None = None,
         follows: ReadFollows | None = None,
         on_read: ReadListener | None = None,
+        writes: WritesInFlight | None = None,
         host: str = "127.0.0.1",
         read_only: bool = False,
     ) -> None:
@@ -107,6 +110,7 @@ class Proxy:
         self.adopt = adopt  # owner references on updates of existing objects too
         self.on_write = on_write
         self.follows, self.on_read = follows, on_read
+        self.writes = writes or WritesInFlight()  # whose events the watches hold till answered
         self.host = host
         self.url = ""
         self._owners: dict[str, Owner] = {}
@@ -166,6 +170,14 @@ class Proxy:
     # -- requests ---------------------------------------------------------------------------
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        written: list[Key] = []  # the object it writes, while it does (inflight.py)
+        try:
+            return await self._handle(request, written)
+        finally:
+            for key in written:
+                self.writes.end(key)
+
+    async def _handle(self, request: web.Request, written: list[Key]) -> web.StreamResponse:
         if not is_loopback(request.remote):
             return status_response(
                 403, "Forbidden", "the operator's API proxy serves the loopback only"
@@ -198,6 +210,8 @@ class Proxy:
         if writes and marks_body and info is not None and served is not None:
             body = _marked_body(body, info, owner, served)
         followed = await self._followed(request, info, owner)  # the kind of a followed read
+        if (key := written_key(request.method, info, body)) is not None:
+            written.append(self.writes.begin(key))
         headers = forward_headers(request.headers)
         headers.update(await self.upstream.auth_headers())
         headers["Accept-Encoding"] = "identity"

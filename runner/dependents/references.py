@@ -37,13 +37,15 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
+from runner.dependents.inflight import WritesInFlight
 from runner.dependents.ownership import Owner, Primary, RequestInfo, is_owner
 from runner.dependents.readindex import CrKey, Fingerprint, ObjKey, ReadIndex, Res
 from runner.dependents.watcher import Kind
 from runner.kube.client import AsyncUpstream
-from runner.kube.listwatch import Listed, ListWatch
+from runner.kube.listwatch import Event, Listed, ListWatch
 from runner.kube.resources import ObjectRef
 from runner.util.logs import cr_fields
 
@@ -95,10 +97,17 @@ def _shown(res: Res, key: ObjKey) -> str:
 class References:
     """The reads of the runs of this replica, and the watches that follow them."""
 
-    def __init__(self, upstream: AsyncUpstream, trigger: Trigger, namespaces: list[str]) -> None:
+    def __init__(
+        self,
+        upstream: AsyncUpstream,
+        trigger: Trigger,
+        namespaces: list[str],
+        writes: WritesInFlight | None = None,
+    ) -> None:
         self.upstream = upstream
         self.trigger = trigger
         self.namespaces = namespaces  # [] = all: one watch per resource
+        self.writes = writes or WritesInFlight()  # the proxy's: events of those wait for them
         self.index = ReadIndex()
         self._tasks: dict[Kind, asyncio.Task[None]] = {}
         self._stopped = False
@@ -169,10 +178,15 @@ class References:
                 else:
                     key = _key(change.object)
                     if self.index.follows(res, key):  # most objects no run read
-                        gone = change.type == "DELETED"
-                        self._seen(res, key, None if gone else read_fingerprint(change.object))
+                        judge = partial(self._event, res, key, change)
+                        if not self.writes.hold((res[0], res[2], *key), judge):
+                            judge()
             except Exception:  # a bug: say so, and go on with the next change
                 log.exception("read-following watch %s: a change failed", kind.path())
+
+    def _event(self, res: Res, key: ObjKey, event: Event) -> None:
+        gone = event.type == "DELETED"
+        self._seen(res, key, None if gone else read_fingerprint(event.object))
 
     def _page(self, res: Res, items: Iterable[Mapping[str, Any]], listed: set[ObjKey]) -> None:
         for obj in items:

@@ -23,8 +23,10 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from runner.dependents.inflight import WritesInFlight
 from runner.dependents.ownership import Primary, RequestInfo, owners_of
 from runner.kube.client import AsyncUpstream
 from runner.kube.listwatch import Event, Listed, ListWatch
@@ -71,11 +73,13 @@ class DependentWatches:
         trigger: Trigger,
         namespaces: list[str],
         ours: Ours = lambda primary: True,
+        writes: WritesInFlight | None = None,
     ) -> None:
         self.upstream = upstream
         self.trigger = trigger
         self.namespaces = namespaces
         self.ours = ours
+        self.writes = writes or WritesInFlight()  # the proxy's: events of those wait for them
         self._tasks: dict[Kind, asyncio.Task[None]] = {}
         self._stopped = False
         # (uid, resourceVersion) of what roles wrote through the proxy: the watch events of
@@ -138,7 +142,11 @@ class DependentWatches:
                         seen.update(fresh)
                         fresh.clear()
                 else:
-                    self._event(change, seen)
+                    namespace, name = _key(change.object)
+                    key = (kind.group, kind.plural, namespace, name)
+                    judge = partial(self._event, change, seen)
+                    if not self.writes.hold(key, judge):
+                        judge()  # (else once the write's answer is read)
             except Exception:  # a bug: say so, and go on with the next change
                 log.exception("dependent watch %s: a change could not be handled", kind.path())
 

@@ -255,3 +255,18 @@ def test_the_cr_itself_is_not_followed() -> None:
         assert len(references.index) == 0
 
     run(test)
+
+
+def test_the_event_of_a_readers_own_write_that_comes_before_its_answer_reconciles_nothing() -> None:
+    async def test(server: WatchServer, references: References, reconciled: list[str]) -> None:
+        key = ("", "secrets", "ns", "db")
+        server.items = [secret("db", password="b25l")]
+        server.scripts = [[("event", "MODIFIED", secret("db", "6", password="dHdv"))]]
+        references.read(DB, OWNER, secret("db", password="b25l"))
+        references.writes.begin(key)  # a's run writes the Secret it read: in flight
+        await until(lambda: key in references.writes._held)  # its event came first, and waits
+        references.wrote(DB, OWNER, secret("db", "6", password="dHdv"))  # the answer
+        references.writes.end(key)
+        assert reconciled == []
+
+    run(test)

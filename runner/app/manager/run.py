@@ -52,6 +52,7 @@ from runner.app.source.namespaces import skip_refused_namespace_scan
 from runner.control.controller import Controller
 from runner.control.reload import RoleReloader
 from runner.control.shards import Shards
+from runner.dependents.inflight import WritesInFlight
 from runner.dependents.ownership import Owner, RequestInfo
 from runner.dependents.proxy import Proxy
 from runner.dependents.references import References
@@ -255,11 +256,12 @@ class Manager:
         self.upstream = kube.AsyncUpstream(self.credentials)
         parts.push_async_callback(self.upstream.close)
         self.routes = Routes()
+        writes = WritesInFlight()  # the roles' writes, whose events the watches hold till done
         self.dependents = DependentWatches(
-            self.upstream, self.routes.trigger, config.namespaces, self.routes.knows
+            self.upstream, self.routes.trigger, config.namespaces, self.routes.knows, writes
         )
         parts.push_async_callback(self.dependents.stop)
-        self.references = References(self.upstream, self.routes.trigger, config.namespaces)
+        self.references = References(self.upstream, self.routes.trigger, config.namespaces, writes)
         parts.push_async_callback(self.references.stop)
         routes, dependents, references = self.routes, self.dependents, self.references
 
@@ -274,6 +276,7 @@ class Manager:
             on_write=on_write,
             follows=routes.follows,
             on_read=references.read,
+            writes=writes,
         )
         parts.push_async_callback(self.proxy.stop)  # its folder of kubeconfigs exists already
         try:
