@@ -24,13 +24,13 @@ from typing import Any
 from runner.control.backoff import Backoff
 from runner.control.metrics import NULL_METRICS, Metrics, Requeue, Result
 from runner.control.queue import Lane, WorkQueue
-from runner.control.selectors import matches
 from runner.control.shards import Shards
 from runner.control.triggers import Seen, fingerprint, should_reconcile
 from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile.interface import Outcome, Reconciles
 from runner.util.logs import cr_fields
 from runner.util.timestamps import parse_time
+from runner.watches.labelselectors import matches
 
 log = logging.getLogger("runner.controller")
 

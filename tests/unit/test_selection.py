@@ -11,11 +11,11 @@ from typing import Any, cast
 from runner.app.source import watching
 from runner.app.source.kopf_import import kopf
 from runner.control.controller import Controller
-from runner.control.selectors import selector_text
 from runner.kube.resources import ObjectRef, Resource
 from runner.reconcile.interface import Outcome
 from runner.reconcile.reconciler import Reconciler
 from runner.watches import GVK, Watch
+from runner.watches.labelselectors import selector_text
 
 SELECTOR = {"matchLabels": {"tier": "web"}}
 THING = GVK("x.io", "v1", "Thing")

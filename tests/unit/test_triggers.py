@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from runner.control.selectors import matches, selector_text
 from runner.control.triggers import fingerprint, should_reconcile
+from runner.watches.labelselectors import matches, selector_text
 
 
 def body(generation: int = 1, deleting: bool = False, **annotations: str) -> dict[str, Any]:

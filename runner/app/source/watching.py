@@ -17,11 +17,11 @@ from typing import Any
 from runner.app.source.kopf_import import kopf, kopf_tasks_to_ignore
 from runner.app.source.login import connection_info
 from runner.control.controller import Controller
-from runner.control.selectors import selector_text
 from runner.kube.credentials import Credentials
 from runner.kube.listwatch import PAGE_SIZE
 from runner.kube.resources import ObjectRef, Resource
 from runner.watches import GVK, Watch
+from runner.watches.labelselectors import selector_text
 
 #: (id, coroutine function): a handler of kopf's cleanup phase.
 Cleanup = tuple[str, Callable[[], Awaitable[None]]]
