@@ -43,6 +43,7 @@ from runner.reconcile.interface import Outcome
 from runner.reconcile.recorder import EventRecorder
 from runner.util.redact import SecretValues
 from runner.watches import Watch
+from runner.watches.labelselectors import matches
 
 log = logging.getLogger("runner.reconcile")
 
@@ -112,6 +113,10 @@ class Reconciler:
             self._gone(ref)
             return Outcome(forget=True, detail="gone")
         meta = obj.get("metadata") or {}
+        if given is None and not matches(self.watch.selector, meta.get("labels")):
+            # let go: the API server's DELETED for a CR leaving the selector carries it as it was
+            self._gone(ref)
+            return Outcome(forget=True, detail="out of the watch's selector")
         annotations: dict[str, str] = meta.get("annotations") or {}
         finalizer = self.watch.finalizer.name if self.watch.finalizer else None
         finalizers: list[str] = list(meta.get("finalizers") or [])

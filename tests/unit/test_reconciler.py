@@ -410,3 +410,19 @@ def test_each_run_settles_what_it_read_and_a_gone_cr_forgets_it(tmp_path: Path) 
     reconcile(with_reads(api, FakeRuns(failure("no password yet"))))
     reconcile(with_reads(FakeApi(), FakeRuns(success())))  # the CR is not there
     assert reads.told == [("settle", REF, True), ("settle", REF, False), ("forget", REF, None)]
+
+
+def test_a_cr_out_of_the_selector_is_let_go_without_a_run(tmp_path: Path) -> None:
+    """The API server's DELETED for a CR that stops matching carries the CR as it was, so the
+    controller queues it as a deletion; the CR, read again, no longer matches: nothing runs."""
+    api, runs, reads = FakeApi(), FakeRuns(), Reads()
+    api.put(REF, echo(labels={"tier": "other"}))
+    rec = reconciler(tmp_path, api, runs, selector={"matchLabels": {"tier": "picked"}})
+    rec.reads = reads
+    outcome = reconcile(rec)
+    assert (outcome.forget, outcome.detail) == (True, "out of the watch's selector")
+    assert runs.requests == [] and writes(api) == []
+    assert reads.told == [("forget", REF, None)]
+    api.put(REF, echo(labels={"tier": "picked"}))
+    rec.executor = again = FakeRuns(success())
+    assert not reconcile(rec).forget and len(again.requests) == 1
