@@ -2,7 +2,7 @@
 fault-injecting proxy between the operator and the API server (faultproxy.py)."""
 
 from .env import CrKind, Env, completion, or_none
-from .faultproxy import FaultProxy, fault_proxy
+from .faultproxy import FaultProxy, Sent, fault_proxy
 from .namespaces import namespace, temporary_namespace
 from .operator import (
     PROJECT,
@@ -25,6 +25,7 @@ __all__ = [
     "Env",
     "FaultProxy",
     "RunningOperator",
+    "Sent",
     "completion",
     "condition",
     "crd",

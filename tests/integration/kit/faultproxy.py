@@ -14,14 +14,20 @@ moment the first of them arrives for `seconds` (without: until `recover()`); the
 the API server. A held request whose client gave up meanwhile (its timeout) is dropped, never
 sent on, as over a connection that was cut. `seen(path)` tells what became of each request to
 `path`.
+
+`record(prefix)`: what the API server sends for each GET whose path starts with `prefix` is
+counted as it goes through (`sent(prefix)`): the names of a list's items, the type and name of
+each event of a watch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -58,6 +64,39 @@ class Seen:
 
 
 @dataclass
+class Sent:
+    """One GET under a recorded prefix: its path and query, and what the API server sent: the
+    names of a list's items, or (type, name) of each event of a watch (bookmarks left out)."""
+
+    path: str
+    query: dict[str, str]
+    listed: list[str] = field(default_factory=list)
+    events: list[tuple[str, str]] = field(default_factory=list)
+    _buffer: bytes = field(default=b"", repr=False)
+
+    @property
+    def watch(self) -> bool:
+        return self.query.get("watch") in ("1", "true")
+
+    def count(self, chunk: bytes) -> None:
+        """Take one more (decoded) piece of the answer."""
+        self._buffer += chunk
+        if self.watch:
+            *lines, self._buffer = self._buffer.split(b"\n")
+            for line in filter(None, (x.strip() for x in lines)):
+                event = json.loads(line)
+                if event.get("type") != "BOOKMARK":
+                    name = ((event.get("object") or {}).get("metadata") or {}).get("name")
+                    self.events.append((str(event.get("type")), str(name)))
+
+    def done(self) -> None:
+        if not self.watch and self._buffer:
+            items = json.loads(self._buffer).get("items") or []
+            self.listed += [str((i.get("metadata") or {}).get("name")) for i in items]
+        self._buffer = b""
+
+
+@dataclass
 class _Fault:
     path: str
     seconds: float | None
@@ -75,6 +114,7 @@ class FaultProxy:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._fault: _Fault | None = None
         self._seen: dict[str, list[Seen]] = {}
+        self._recorded: dict[str, list[Sent]] = {}
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self.kubeconfig = folder / "kubeconfig-via-proxy.yaml"
@@ -117,6 +157,14 @@ class FaultProxy:
     def watch(self, path: str) -> None:
         """Record the requests to `path` (as `hang` does), holding none."""
         self._call(lambda: self._seen.setdefault(path, []))
+
+    def record(self, prefix: str) -> None:
+        """Count what the API server sends for the GETs under `prefix` from now on."""
+        self._call(lambda: self._recorded.setdefault(prefix, []))
+
+    def sent(self, prefix: str) -> list[Sent]:
+        """What the GETs under `prefix` received since `record(prefix)`, oldest first."""
+        return list(self._recorded.get(prefix, []))
 
     # -- running -----------------------------------------------------------------------------
 
@@ -233,10 +281,27 @@ class FaultProxy:
             if upstream.content_length is not None:
                 response.content_length = upstream.content_length
             await response.prepare(request)
+            sent = self._sent(request)
+            gzipped = upstream.headers.get("Content-Encoding") == "gzip"
+            decoder = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzipped else None
             async for chunk in upstream.content.iter_any():
+                if sent is not None:
+                    sent.count(decoder.decompress(chunk) if decoder else chunk)
                 await response.write(chunk)
+            if sent is not None:
+                sent.done()
             await response.write_eof()
             return response
+
+    def _sent(self, request: web.Request) -> Sent | None:
+        """A record of what `request` receives, if its path is under a recorded prefix."""
+        if request.method != "GET":
+            return None
+        for prefix, records in self._recorded.items():
+            if request.path.startswith(prefix):
+                records.append(Sent(request.path, dict(request.query)))
+                return records[-1]
+        return None
 
 
 @contextmanager
