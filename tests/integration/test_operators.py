@@ -128,7 +128,7 @@ def test_echo_sample_runs_its_command_in_a_pod(env: Env) -> None:
 
     obj = wait_for(
         lambda: (o := env.get(ECHO, "echo-sample")) and o["status"].get("phase") == "Running" and o,
-        timeout=30,
+        timeout=deadline(env),
         what="status.phase Running",
     )
     successful = condition(obj, "Successful")
@@ -287,12 +287,12 @@ def test_changed_command_replaces_the_pod(env: Env) -> None:
         pod = env.pod("echo-sample")
         return pod if pod and pod.metadata.uid != old.metadata.uid else None
 
-    pod = wait_for(replaced, timeout=30, what="a new echo-sample Pod")
+    pod = wait_for(replaced, timeout=deadline(env), what="a new echo-sample Pod")
     assert pod.spec.containers[0].command == ["echo", "good", "bye"]
     assert pod.metadata.labels.get("app") == "echo-sample"
     wait_for(
         lambda: env.get(ECHO, "echo-sample")["status"].get("phase") == "Running",  # type: ignore[index]
-        timeout=30,
+        timeout=deadline(env),
         what="status.phase Running again",
     )
 
@@ -309,7 +309,9 @@ def test_deleted_echo_pod_comes_back(env: Env) -> None:
             return pod
         return None
 
-    pod = wait_for(back, timeout=30, what="the deleted echo-sample Pod to be created again")
+    pod = wait_for(
+        back, timeout=deadline(env), what="the deleted echo-sample Pod to be created again"
+    )
     assert pod.spec.containers[0].command == old.spec.containers[0].command
 
 
