@@ -31,6 +31,7 @@ from runner.ansible import artifacts, collections_path, ptyclose, quickrun
 from runner.ansible.interface import LogEvents, QuickRequest, RunRequest, RunResult
 from runner.ansible.results import RunSummary, apply_event
 from runner.ansible.tasklog import log_task_event
+from runner.ansible.tasknames import TaskNames
 from runner.ansible.warm import canary
 from runner.ansible.warm.attempt import Hold, WarmAttempt, describe
 from runner.ansible.warm.lifecycle import WarmLifecycle
@@ -123,6 +124,7 @@ class Executor:
         tmp_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._cancel = threading.Event()
         self._threads = ThreadPoolExecutor(RUN_THREADS, "ansible-run", priority.nice_this_thread)
+        self._task_names = TaskNames()  # the per-task metrics' labels
         ptyclose.install()
         self._warm = WarmLifecycle(self._env, warm, warm_idle_timeout, self._canary)
         self._quick_env: dict[str, str] | None = None  # ansible-runner's environment of a run
@@ -323,6 +325,7 @@ class Executor:
         )
         _scrub_command(private / "artifacts" / request.ident / "command")
         artifacts.finish_run(private, request.ident, request.rotate)
+        self._task_names.fill(summary.task_results, request.secrets.redact)
         tail = ""
         if not summary.finished or runner.status != "successful":
             tail = request.secrets.redact(_tail(runner))

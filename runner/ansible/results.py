@@ -32,6 +32,26 @@ TASK_EVENTS = frozenset(
     }
 )
 
+#: A task's result on a host (a loop's items come before it, in events of their own).
+RESULT_EVENTS = frozenset(
+    {"runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable"}
+)
+
+
+@dataclass(slots=True)
+class TaskResult:
+    """One task's result on a host, as its job event tells it: for the per-task metrics.
+    `label` is the task's name as written in its file (tasknames.py fills it in after the
+    run); `task` the name Ansible showed, which a template may have filled in."""
+
+    role: str  # the role's name (a collection's role: its FQCN); "" for a playbook's task
+    task: str
+    path: str  # task_path: file:line
+    action: str
+    result: str  # ok, changed, failed, ignored, skipped, unreachable
+    seconds: float
+    label: str = ""
+
 
 @dataclass
 class RunSummary:
@@ -43,6 +63,7 @@ class RunSummary:
     requeue_after: float | None = None
     tasks: int = 0
     answers: list[Mapping[str, Any]] = field(default_factory=list)  # operator_sdk.util.admission
+    task_results: list[TaskResult] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -139,6 +160,11 @@ def hide_no_log_errors(stdout: str) -> str:
     )
 
 
+def task_role(event_data: Mapping[str, Any]) -> str:
+    """The role a task event comes from (a collection's role by its FQCN); "" outside roles."""
+    return str(event_data.get("resolved_role") or event_data.get("role") or "")
+
+
 def failure_message(event_data: Mapping[str, Any], stdout: str = "") -> str:
     """`<task>: <what went wrong>` for a failed task, as terse as Ansible's own output: the
     task's `msg` (for a command, followed by the end of its stderr), bounded; a `no_log`
@@ -167,6 +193,24 @@ def failure_message(event_data: Mapping[str, Any], stdout: str = "") -> str:
     return f"{task}: {detail or 'failed'}"
 
 
+def task_result(kind: str, data: Mapping[str, Any]) -> TaskResult:
+    """What a task result's event (one of RESULT_EVENTS) tells for the per-task metrics."""
+    result = kind[len("runner_on_") :]
+    if result == "ok" and (data.get("res") or {}).get("changed"):
+        result = "changed"
+    elif result == "failed" and data.get("ignore_errors"):
+        result = "ignored"
+    seconds = data.get("duration")
+    return TaskResult(
+        role=task_role(data),
+        task=str(data.get("task") or ""),
+        path=str(data.get("task_path") or ""),
+        action=str(data.get("task_action") or ""),
+        result=result,
+        seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,
+    )
+
+
 def summarize(events: Iterable[Mapping[str, Any]]) -> RunSummary:
     summary = RunSummary()
     for event in events:
@@ -180,6 +224,8 @@ def apply_event(summary: RunSummary, event: Mapping[str, Any]) -> None:
     data = event.get("event_data") or {}
     if kind in TASK_EVENTS:
         summary.tasks += 1
+        if kind in RESULT_EVENTS:
+            summary.task_results.append(task_result(kind, data))
     if kind == "playbook_on_stats":
         summary.stats = data
         summary.stats_created = str(event.get("created") or "")

@@ -244,6 +244,8 @@ class Controller:
             requeue=requeue,
             panic=outcome.panic,
         )
+        if outcome.tasks:
+            self.metrics.observe_tasks(gvk.kind, gvk.group, outcome.tasks)
 
     def _observe_wait(self, seconds: float) -> None:
         gvk = self.watch.gvk

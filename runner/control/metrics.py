@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from runner.ansible.results import TaskResult
 from runner.kube.resources import ObjectRef
 
 Result = Literal["success", "failure", "error"]
@@ -29,6 +31,9 @@ class Metrics(Protocol):
         panic: bool = False,
     ) -> None:
         """A reconcile ended; `panic`: it raised unexpectedly (a bug)."""
+
+    def observe_tasks(self, kind: str, group: str, tasks: Sequence[TaskResult]) -> None:
+        """A run's task results (reconcile or finalizer), each with its label and duration."""
 
     def observe_queue_wait(self, kind: str, group: str, seconds: float) -> None:
         """A key was handed to a worker `seconds` after it became due."""
@@ -58,6 +63,9 @@ class NullMetrics:
         requeue: Requeue = "",
         panic: bool = False,
     ) -> None:
+        return None
+
+    def observe_tasks(self, kind: str, group: str, tasks: Sequence[TaskResult]) -> None:
         return None
 
     def observe_queue_wait(self, kind: str, group: str, seconds: float) -> None:

@@ -7,10 +7,11 @@ CR and gets back what to do with the key next; it knows nothing of how a reconci
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from runner.ansible.results import TaskResult
 from runner.kube.resources import ObjectRef
 from runner.watches import Watch
 
@@ -28,6 +29,7 @@ class Outcome:
     failed_tasks: int = 0
     errored: bool = False
     panic: bool = False  # the reconcile raised unexpectedly (a bug)
+    tasks: Sequence[TaskResult] = ()  # the run's task results (the per-task metrics)
 
 
 class Reconciles(Protocol):

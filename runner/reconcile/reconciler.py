@@ -139,7 +139,9 @@ class Reconciler:
 
         run = _Run(obj=obj, finalizing=deleting, given=given is not None and self.options.check)
         run.result = await self._execute(ref, run, verbosity, keep)
-        return await self._finish(ref, run, period, finalizer, given)
+        outcome = await self._finish(ref, run, period, finalizer, given)
+        outcome.tasks = run.result.summary.task_results
+        return outcome
 
     async def _finish(
         self,

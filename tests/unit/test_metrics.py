@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -11,6 +12,7 @@ from fake_api import FakeClock
 from prometheus_client import generate_latest
 
 from runner import __version__
+from runner.ansible.results import TaskResult
 from runner.app.serving.crmetrics import controller_name
 from runner.app.serving.health import Health
 from runner.app.serving.metrics import PrometheusMetrics, gvk_label
@@ -236,6 +238,7 @@ class Observed:
     waits: list[float] = field(default_factory=list)
     requeues: list[Requeue] = field(default_factory=list)
     panics: list[bool] = field(default_factory=list)
+    tasks: list[tuple[str, str, list[str]]] = field(default_factory=list)
     adds: int = 0
     retries: int = 0
 
@@ -253,6 +256,9 @@ class Observed:
         self.calls.append((kind, group, version, result, seconds, failed_tasks))
         self.requeues.append(requeue)
         self.panics.append(panic)
+
+    def observe_tasks(self, kind: str, group: str, tasks: Sequence[TaskResult]) -> None:
+        self.tasks.append((kind, group, [t.label for t in tasks]))
 
     def observe_queue_wait(self, kind: str, group: str, seconds: float) -> None:
         self.waits.append(seconds)
@@ -285,12 +291,14 @@ class FakeReconciler:
 
 
 def test_controller_reports_result_duration_and_failed_tasks() -> None:
+    failed_task = TaskResult("web", "Make it", "/r/tasks/main.yml:3", "fail", "failed", 0.2, "t")
+
     async def go() -> Observed:
         observed = Observed()
         reconciler = FakeReconciler(
             [
                 Outcome(requeue_after=600.0, periodic=True),
-                Outcome(failed=True, failed_tasks=2),
+                Outcome(failed=True, failed_tasks=2, tasks=[failed_task]),
                 Outcome(failed=True, errored=True),
                 RuntimeError("boom"),
             ]
@@ -320,6 +328,7 @@ def test_controller_reports_result_duration_and_failed_tasks() -> None:
     ]
     assert all(c[:3] == ("Thing", "example.com", "v1") for c in calls)
     assert all(c[4] >= 0.01 for c in calls), "the duration covers the reconcile"
+    assert observed.tasks == [("Thing", "example.com", ["t"])], "a run's tasks, once"
 
 
 def test_controller_without_metrics_needs_nothing() -> None:

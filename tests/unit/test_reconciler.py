@@ -18,7 +18,7 @@ from fake_api import FakeApi
 
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.interface import RunRequest, RunResult
-from runner.ansible.results import RunSummary
+from runner.ansible.results import RunSummary, TaskResult
 from runner.kube import client as kube
 from runner.kube.client import Request
 from runner.kube.resources import ObjectRef, Resource
@@ -121,6 +121,20 @@ def test_a_successful_run_writes_running_then_successful(tmp_path: Path) -> None
     assert successful["observedGeneration"] == 1
     assert condition(obj, "Running")["ansibleResult"]["ok"] == 3
     assert events(api) == []  # nothing to tell: it did not fail before
+
+
+def test_the_runs_task_results_go_out_with_the_outcome(tmp_path: Path) -> None:
+    """For the per-task metrics: the controller reports them (reconcile and finalizer runs)."""
+    done = success()
+    task = TaskResult("echo", "Make the pod", "/r/tasks/main.yml:2", "k8s", "changed", 0.3)
+    done.summary.task_results.append(task)
+    bad = failure("task 'make pod' failed: quota")
+    bad.summary.task_results.append(TaskResult("echo", "x", "", "fail", "failed", 0.1))
+    api, runs = FakeApi(), FakeRuns(done, bad)
+    api.put(REF, echo())
+    rec = reconciler(tmp_path, api, runs)
+    assert list(reconcile(rec).tasks) == [task]
+    assert [t.result for t in reconcile(rec).tasks] == ["failed"]
 
 
 def test_a_failed_run_writes_failure_and_a_warning_event(tmp_path: Path) -> None:

@@ -29,6 +29,8 @@ Ours, only where they tell what those do not (labels `kind` and `group` are the 
   `operator_runner_queue_longest_wait_seconds{kind,group}`: how long the key due the longest
   has waited for a worker (a backlog that does not drain shows as a number that keeps growing).
 - `operator_runner_build_info{version,python,ansible_core,ansible_runner,kopf}` = 1.
+- the per-task metrics, `operator_runner_task_duration_seconds` and
+  `operator_runner_task_results_total` (taskmetrics.py).
 
 Plus the process metrics of prometheus-client (`process_*`, `python_*`).
 """
@@ -38,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import platform
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -57,7 +59,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from runner import __version__
+from runner.ansible.results import TaskResult
 from runner.app.serving.crmetrics import ControllerRuntimeMetrics, controller_name
+from runner.app.serving.taskmetrics import TaskMetrics
 from runner.control.metrics import Requeue, Result, WorkerStats
 from runner.kube.resources import ObjectRef
 
@@ -186,6 +190,7 @@ class PrometheusMetrics:
             registry=self.registry,
         )
         self.controller_runtime = ControllerRuntimeMetrics(self.registry)
+        self.tasks = TaskMetrics(self.registry)
         self._names: dict[tuple[str, str], str] = {}  # (kind, group) -> controller name
         self._controllers = _ControllerCollector()
         self.registry.register(self._controllers)
@@ -225,6 +230,9 @@ class PrometheusMetrics:
         self.controller_runtime.observe_reconcile(
             self._name(kind, group, version), cr_result, seconds, panic
         )
+
+    def observe_tasks(self, kind: str, group: str, tasks: Sequence[TaskResult]) -> None:
+        self.tasks.observe(kind, group, tasks)
 
     def observe_queue_wait(self, kind: str, group: str, seconds: float) -> None:
         self.controller_runtime.observe_wait(self._name(kind, group), seconds)
