@@ -1,8 +1,8 @@
 """What a run's result says to the API server (pure): the role's answers
 (`operator_sdk.util.admission`), a failed task, or a run that gave no answer at all.
 
-- a task failed: denied, with the failures' messages (`<task>: <message>`), as the Failure
-  condition of a reconcile says them;
+- a task failed: denied, with the failures' messages (`<task> (role <role>, <file>:<line>):
+  <message>`), as the Failure condition of a reconcile says them;
 - answers: denied when any says `allowed: false` (their messages joined), warnings added up,
   for `mutate` the last `object` turned into a JSON Patch from the request's object;
 - no answer: allowed, unchanged;

@@ -165,12 +165,38 @@ def task_role(event_data: Mapping[str, Any]) -> str:
     return str(event_data.get("resolved_role") or event_data.get("role") or "")
 
 
+#: A failing task's name is cut to this many characters in its message.
+MAX_TASK_NAME = 200
+
+
+def task_location(event_data: Mapping[str, Any]) -> str:
+    """Where a task is written: `role web, tasks/main.yml:12` (the file from the role's
+    folder on), `site.yml:4` for a playbook's task; "" when the event does not say."""
+    role = task_role(event_data)
+    file, _, line = str(event_data.get("task_path") or "").rpartition(":")
+    where = []
+    if role:
+        where.append(f"role {role}")
+    if file and line.isdigit():
+        short = role.rsplit(".", 1)[-1]
+        at = file.rfind(f"/{short}/") if short else -1
+        file = file[at + len(short) + 2 :] if at >= 0 else file.rsplit("/", 1)[-1]
+        where.append(f"{file}:{line}")
+    return ", ".join(where)
+
+
 def failure_message(event_data: Mapping[str, Any], stdout: str = "") -> str:
-    """`<task>: <what went wrong>` for a failed task, as terse as Ansible's own output: the
-    task's `msg` (for a command, followed by the end of its stderr), bounded; a `no_log`
-    task's, Ansible's own word that its output is hidden. A Secret written out in the result
-    has its values masked (runner/util/redact.py)."""
-    task = str(event_data.get("task") or event_data.get("task_action") or "task")
+    """`<task> (<where>): <what went wrong>` for a failed task, as terse as Ansible's own
+    output: the task's role and file:line (task_location), then its `msg` (for a command,
+    followed by the end of its stderr), bounded; a `no_log` task's, Ansible's own word that
+    its output is hidden. A Secret written out in the result has its values masked
+    (runner/util/redact.py)."""
+    task = _head(
+        str(event_data.get("task") or event_data.get("task_action") or "task"), MAX_TASK_NAME
+    )
+    where = task_location(event_data)
+    if where:
+        task = f"{task} ({where})"
     res = event_data.get("res") or {}
     if not res and stdout:
         res = displayed_result(stdout)

@@ -86,8 +86,13 @@ def test_secret_values_never_reach_the_log_the_condition_or_events(env: kit.Env)
 
     # still useful: the failing task, what it said, where the value was, the no_log task
     for text in (message, events[0]):
-        assert "Use the password: bad password ******** for token ********" in text
-        assert "Log in without a trace: the output has been hidden" in text
+        assert (
+            "Use the password (role leaky, tasks/main.yml:42): "
+            "bad password ******** for token ********"
+        ) in text
+        assert (
+            "Log in without a trace (role leaky, tasks/main.yml:33): the output has been hidden"
+        ) in text
     assert "Use the password" in log and "********" in log
 
     # the artifacts are kept as they are (the Pod's /tmp), apart from no_log's own censoring of

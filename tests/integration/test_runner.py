@@ -184,7 +184,7 @@ def test_a_failing_tasks_reason_survives_a_huge_result(env: Env) -> None:
     env.create("Noisy", "noisy", {"reason": "the disk is on fire"})
     obj = env.wait_condition("Noisy", "noisy", "Failure")
     message = condition(obj, "Failure")["message"]  # type: ignore[index]
-    assert message.startswith("Print a lot, then fail: ")
+    assert message.startswith("Print a lot, then fail (role noisy, tasks/main.yml:4): ")
     # "non-zero return code" up to 2.20, "The command exited with a non-zero return code." on 2.21
     assert "non-zero return code" in message.splitlines()[0]
     assert message.endswith("the disk is on fire"), message[:2000]

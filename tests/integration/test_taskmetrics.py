@@ -1,5 +1,6 @@
-"""The per-task metrics on a running operator's /metrics, after real runs of real roles, on the
-warm executor and on the plain one (runner/app/serving/taskmetrics.py)."""
+"""Per task, on the warm executor and on the plain one: the per-task metrics on a running
+operator's /metrics after real runs of real roles (runner/app/serving/taskmetrics.py), and the
+failing task named, with its role and file:line, in the Failure condition and its Event."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from . import kit
 from .conftest import Cluster
-from .kit import PROJECT, crd, install_crd, logged, temporary_namespace, wait_for
+from .kit import PROJECT, condition, crd, install_crd, logged, temporary_namespace, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -126,3 +127,20 @@ def test_task_results_and_durations_by_role_and_task(env: Env) -> None:
         series, DURATION + "_count", **greet
     )
     assert 0 < value(series, DURATION + "_sum", **greet) < 60
+
+
+def test_the_failing_task_is_named_in_the_condition_and_the_event(env: Env) -> None:
+    env.create("Timed", "named", {"fail": True})
+    obj = env.wait_condition("Timed", "named", "Failure", timeout=90)
+    want = f"{FAIL} (role timed, tasks/main.yml:12): asked to fail"
+    assert (condition(obj, "Failure") or {}).get("message") == want
+    events = wait_for(
+        lambda: [e.message for e in env.events("named") if e.reason == "ReconcileFailed"],
+        timeout=30,
+        what="the ReconcileFailed Event",
+    )
+    assert events[0] == want
+    described = env.cluster.kubectl("describe", f"timeds.{GROUP}", "named", "-n", env.ns)
+    print(described)  # what a user sees (pytest -rP shows it)
+    lines = [line for line in described.splitlines() if want in line]
+    assert len(lines) == 2, described  # the Failure condition's Message, the Event's

@@ -5,7 +5,13 @@ from typing import Any
 
 import pytest
 
-from runner.ansible.results import HIDDEN_ERROR, MAX_DETAIL, hide_no_log_errors, summarize
+from runner.ansible.results import (
+    HIDDEN_ERROR,
+    MAX_DETAIL,
+    MAX_TASK_NAME,
+    hide_no_log_errors,
+    summarize,
+)
 from runner.util.durations import parse_period
 
 
@@ -51,6 +57,25 @@ def test_success_has_stats_and_no_failures() -> None:
 def test_failure_messages_name_the_task() -> None:
     s = summarize([failed("create pod", msg="Forbidden"), stats(failures=1)])
     assert s.failures == ["create pod: Forbidden"]
+
+
+def test_failure_messages_say_where_the_task_is_written() -> None:
+    """The role and file:line (from the role's folder on), as `kubectl describe` shows them."""
+    event = failed("Create the pod", msg="quota")
+    event["event_data"].update(role="web", task_path="/opt/ansible/roles/web/tasks/pod.yml:12")
+    collection = failed("Expose", msg="forbidden")
+    path = "/c/ansible_collections/my/coll/roles/web/tasks/main.yml:3"
+    collection["event_data"].update(resolved_role="my.coll.web", role="web", task_path=path)
+    playbook = failed("Play on", msg="no")
+    playbook["event_data"].update(task_path="/opt/ansible/playbooks/site.yml:4")
+    long = failed("x" * 500, msg="why")
+    s = summarize([event, collection, playbook, long, stats(failures=1)])
+    assert s.failures[:3] == [
+        "Create the pod (role web, tasks/pod.yml:12): quota",
+        "Expose (role my.coll.web, tasks/main.yml:3): forbidden",
+        "Play on (site.yml:4): no",
+    ]
+    assert s.failures[3].endswith("…: why") and len(s.failures[3]) == MAX_TASK_NAME + len(": why")
 
 
 def test_a_loop_failure_says_why_its_items_failed() -> None:
