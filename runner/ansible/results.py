@@ -161,8 +161,11 @@ def hide_no_log_errors(stdout: str) -> str:
 
 
 def task_role(event_data: Mapping[str, Any]) -> str:
-    """The role a task event comes from (a collection's role by its FQCN); "" outside roles."""
-    return str(event_data.get("resolved_role") or event_data.get("role") or "")
+    """The role a task event comes from (a collection's role by its FQCN, a role given by its
+    path, as the runner's playbook gives a watch's role, by its folder's name); "" outside
+    roles."""
+    role = str(event_data.get("resolved_role") or event_data.get("role") or "")
+    return role.rstrip("/").rsplit("/", 1)[-1] if "/" in role else role
 
 
 #: A failing task's name is cut to this many characters in its message.

@@ -62,7 +62,8 @@ def test_failure_messages_name_the_task() -> None:
 def test_failure_messages_say_where_the_task_is_written() -> None:
     """The role and file:line (from the role's folder on), as `kubectl describe` shows them."""
     event = failed("Create the pod", msg="quota")
-    event["event_data"].update(role="web", task_path="/opt/ansible/roles/web/tasks/pod.yml:12")
+    path = "/opt/ansible/roles/web/tasks/pod.yml:12"
+    event["event_data"].update(role="/opt/ansible/roles/web", task_path=path)  # a role's path
     collection = failed("Expose", msg="forbidden")
     path = "/c/ansible_collections/my/coll/roles/web/tasks/main.yml:3"
     collection["event_data"].update(resolved_role="my.coll.web", role="web", task_path=path)
