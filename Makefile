@@ -60,10 +60,11 @@ lock: ## Re-resolve constraints/ansible-core-<line>.txt of ANSIBLE_CORE from pyp
 
 .PHONY: lint
 lint: venv docs ## ruff, mypy, the import contract (.importlinter: the packages' layers), module sizes (hack/module_sizes.py), shellcheck on every shell script (hack/lint-shell.sh), and the docs (make docs).
-	$(BIN)/ruff check runner tests bench hack
-	$(BIN)/ruff format --check runner tests bench hack
+	$(BIN)/ruff check runner tests bench hack images
+	$(BIN)/ruff format --check runner tests bench hack images
 	$(BIN)/mypy
 	$(BIN)/mypy hack/*.py hack/lib/*.py
+	$(BIN)/mypy --strict images/operator-runner/dnf/*.py
 	$(BIN)/lint-imports
 	$(BIN)/python hack/module_sizes.py
 	hack/lint-shell.sh $(BIN)/shellcheck
