@@ -138,7 +138,7 @@ run: venv ## Run the operator (./watches.yaml) in the foreground, re-running CRs
 # Ansible, kubernetes.core, no operator; what quay.io/operator-framework/ansible-operator is) and
 # the seeds' operators built FROM it (./Dockerfile: operator-sdk's scaffolded Dockerfile with only
 # FROM changed). `make docker-build` builds both, with docker when a docker engine answers, else
-# buildah, else podman (PYTHON_IMAGE=... picks another Python base); `make image` builds them the
+# buildah, else podman (PYTHON_IMAGE=... picks another Debian base); `make image` builds them the
 # way CI does, with no engine and no registry (buildah on a debootstrap base, cached in
 # ~/.cache/operator-runner).
 IMG ?= operator-runner-seeds:latest

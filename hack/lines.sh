@@ -16,9 +16,10 @@
 #   hack/lines.sh constraints LINE   constraints/ansible-core-LINE.txt
 #   hack/lines.sh debian LINE        the Debian suite of the line's image (hack/image.sh's debootstrap
 #                                    base), whose python3 the line runs on
-#   hack/lines.sh python-image LINE  the Python image of the line's image in docker builds
+#   hack/lines.sh python-image LINE  the base of the line's image in docker builds
 #                                    (images/operator-runner/Dockerfile's PYTHON_IMAGE): the same
-#                                    Python on the same Debian, python:3.X-slim-SUITE
+#                                    Debian as the debootstrap base, debian:SUITE-slim, with its
+#                                    python3 from apt
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,12 +30,11 @@ TABLE=$here/../runner/util/lines.txt
 row() { sed 's/#.*//' "$TABLE" | awk -v kind="$1" '$1 == kind'; }
 DEFAULT=$(row default | awk '{print $2}')
 LINES=$(row line | awk '{print $2}' | paste -sd' ' -)
-declare -A PYTHONS=() DEBIAN=() DEBIAN_PYTHON=()
+declare -A PYTHONS=() DEBIAN=()
 while read -r _ line pythons _ _ _ suite; do
   PYTHONS[$line]=${pythons//,/ }
   DEBIAN[$line]=$suite
 done < <(row line)
-while read -r _ suite python; do DEBIAN_PYTHON[$suite]=$python; done < <(row debian)
 
 die() { echo "$*" >&2; exit 1; }
 
@@ -65,7 +65,7 @@ case "${1:-}" in
   debian) check "${2:?usage: hack/lines.sh debian LINE}"; echo "${DEBIAN[$2]}" ;;
   python-image)
     check "${2:?usage: hack/lines.sh python-image LINE}"
-    echo "python:${DEBIAN_PYTHON[${DEBIAN[$2]}]}-slim-${DEBIAN[$2]}"
+    echo "debian:${DEBIAN[$2]}-slim"
     ;;
   *) die "usage: hack/lines.sh default|list|ends|pythons LINE|check LINE [PY]|python LINE|venv LINE|constraints LINE|debian LINE|python-image LINE" ;;
 esac
