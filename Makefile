@@ -157,6 +157,15 @@ docker-push: ## Push IMG with the same tool.
 docker-push-base: ## Push the base image BASE_IMG (what operator projects build FROM).
 	hack/image.sh docker-push $(BASE_IMG)
 
+# PLATFORMS: the platforms of `make docker-buildx`, as operator-sdk's scaffolded Makefile has it
+# (docker buildx when an engine answers; else buildah or podman manifest lists, emulated with
+# qemu-user-static). .github/workflows/release.yml publishes the base image this way on each tag.
+PLATFORMS ?= linux/arm64,linux/amd64
+
+.PHONY: docker-buildx
+docker-buildx: ## Build the base image BASE_IMG=<registry>/operator-runner:<tag> for PLATFORMS and push it, then IMG FROM it for PLATFORMS, pushed (multi-arch manifest lists).
+	PLATFORMS='$(PLATFORMS)' hack/image.sh docker-buildx $(IMG)
+
 .PHONY: image
 image: ## Build the base image and the seeds' image without Docker or a registry (buildah + debootstrap; root; cached by content hash); print the seeds' image's name.
 	@hack/image.sh build

@@ -12,6 +12,9 @@
 # ANSIBLE_CORE=2.21` sets it): the base image's build argument, on that line's Debian (bookworm,
 # Python 3.11, up to 2.19; trixie, Python 3.13, for 2.20 and 2.21). Images are named
 # REPO:<line>-<content hash>, e.g. localhost/operator-runner-seeds:2.18-0123456789abcdef.
+# IMAGE_ARCH=arm64 (a Debian architecture; default this host's) builds them for another
+# architecture, under emulation (qemu-user-static and binfmt_misc, set up when missing), named
+# REPO:<line>-<arch>-<content hash>; slow (the base image: a quarter of an hour or more).
 #
 #   hack/image.sh build              build the seeds' image (the base image first); each is
 #                                    reused when its content hash is built already; print its name
@@ -43,13 +46,18 @@
 #                                    with docker when an engine answers, else buildah, else
 #                                    podman (make docker-build)
 #   hack/image.sh docker-push IMG    push IMG with the same tool (make docker-push)
+#   hack/image.sh docker-buildx IMG  the base image for PLATFORMS (default linux/arm64,linux/amd64),
+#                                    pushed as $BASE_IMG, then IMG FROM it for the same platforms,
+#                                    pushed (make docker-buildx): docker buildx when an engine
+#                                    answers, else buildah or podman manifest lists (emulation:
+#                                    qemu-user-static)
 #
 # Needs root (debootstrap, chroot, mount namespaces). buildah and debootstrap are installed with
 # apt-get when missing. The cache lives outside the repo, in $OPERATOR_RUNNER_CACHE/image
 # (default ~/.cache/operator-runner/image): the debootstrap root filesystem as a tarball keyed by
 # the hash of its recipe, and buildah's storage (vfs driver: no overlayfs or fuse needed).
 # It stays bounded without deleting what another checkout or test run still uses: after each
-# build, of every repository and line, the KEEP (2) images built or asked for most recently are
+# build, of every repository, line and architecture, the KEEP (2) images built or asked for most recently are
 # kept, and any other one used in the last IDLE_MINUTES (120, longer than a whole `make test`);
 # the rest go (OPERATOR_RUNNER_IMAGE_KEEP, OPERATOR_RUNNER_IMAGE_IDLE_MINUTES change the two). An
 # image made and not used since counts as used when it was made.
@@ -65,6 +73,14 @@ CACHE=${OPERATOR_RUNNER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operator-runner}/
 LINE=${ANSIBLE_CORE:-$("$here/lines.sh" default)}
 "$here/lines.sh" check "$LINE"
 SUITE=$("$here/lines.sh" debian "$LINE")
+NATIVE_ARCH=$(dpkg --print-architecture 2>/dev/null || echo amd64)
+ARCH=${IMAGE_ARCH:-$NATIVE_ARCH}
+# The prefix of the images' tags: the line, and the architecture when it is not this host's.
+TAG=$LINE
+[ "$ARCH" = "$NATIVE_ARCH" ] || TAG=$LINE-$ARCH
+if [ "$ARCH" != "$NATIVE_ARCH" ]; then # (make_rootfs stays as it was: its text is the cache key)
+  debootstrap() { command debootstrap --arch="$ARCH" "$@"; }
+fi
 KEEP=${OPERATOR_RUNNER_IMAGE_KEEP:-2}
 IDLE_MINUTES=${OPERATOR_RUNNER_IMAGE_IDLE_MINUTES:-120}
 OS_PACKAGES=python3,python3-venv,ca-certificates
@@ -182,7 +198,8 @@ make_rootfs() { # make_rootfs DIR: a minimal $SUITE with python3, slimmed like d
 }
 
 os_key() { # changes whenever the recipe of the debootstrap image changes
-  { echo "$SUITE $OS_PACKAGES"; declare -f make_rootfs in_root apt_sources dpkg_slim slim_rootfs; } | sha256sum | cut -c1-16
+  { echo "$SUITE $OS_PACKAGES"; [ "$ARCH" = amd64 ] || echo "$ARCH"
+    declare -f make_rootfs in_root apt_sources dpkg_slim slim_rootfs; } | sha256sum | cut -c1-16
 }
 
 os_tarball() { # os_tarball KEY: the debootstrap root filesystem of recipe KEY, as a tarball (made once)
@@ -212,6 +229,7 @@ os_image() { # print the name of the debootstrap image, making it when missing
   local key name tarball ctr mnt
   key=$(os_key)
   name=$OS_REPO:$SUITE-$key
+  [ "$ARCH" = "$NATIVE_ARCH" ] || name=$OS_REPO:$SUITE-$ARCH-$key
   if bah inspect --type image "$name" >/dev/null 2>&1; then used "$name"; echo "$name"; return; fi
   need_root "making the debootstrap image"
   ensure_tools debootstrap:debootstrap
@@ -219,7 +237,7 @@ os_image() { # print the name of the debootstrap image, making it when missing
   ctr=$(bah from --quiet scratch)
   mnt=$(bah mount "$ctr")
   tar --numeric-owner --xattrs -C "$mnt" -xpf "$tarball"
-  bah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  bah config --arch "$ARCH" --os linux --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env LANG=C.UTF-8 --cmd '["/bin/bash"]' \
     --label "org.opencontainers.image.description=debootstrap $SUITE ($OS_PACKAGES)" \
     --label "$CONTENT_LABEL=$key" "$ctr"
@@ -227,6 +245,35 @@ os_image() { # print the name of the debootstrap image, making it when missing
   used "$name"
   say "debootstrap image $name"
   echo "$name"
+}
+
+galaxy_hint() { # galaxy_hint LOG: when the build failed reaching Ansible Galaxy, say so plainly
+  grep -q "attempting to call Galaxy" "$1" 2>/dev/null || return 0
+  say "the build's ansible-galaxy could not reach Ansible Galaxy (galaxy.ansible.com), where"
+  say "requirements.yml's collections named like kubernetes.core come from. Where Galaxy is out of"
+  say "reach, name each as a tarball, git repository or folder the build reaches (type: file, git"
+  say "or dir in requirements.yml; build-project DIR -v SRC:DST mounts one for the build)."
+}
+
+emulation() { # foreign architectures: qemu-user-static, its binfmt_misc handler registered
+  local qemu
+  [ "$ARCH" != "$NATIVE_ARCH" ] || return 0
+  need_root "building for $ARCH (emulation)"
+  ensure_tools qemu-aarch64-static:qemu-user-static update-binfmts:binfmt-support
+  case $ARCH in
+    arm64) qemu="qemu-aarch64" ;;
+    armhf | armel) qemu="qemu-arm" ;;
+    *) qemu=qemu-$ARCH ;;
+  esac
+  if [ ! -e /proc/sys/fs/binfmt_misc/register ]; then
+    say "mounting binfmt_misc (foreign binaries run under qemu)"
+    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  fi
+  if [ ! -e "/proc/sys/fs/binfmt_misc/$qemu" ]; then
+    say "registering $qemu with binfmt_misc (update-binfmts --enable $qemu)"
+    update-binfmts --enable "$qemu"
+  fi
+  [ -e "/proc/sys/fs/binfmt_misc/$qemu" ] || die "cannot run $ARCH binaries: $qemu is not registered with binfmt_misc"
 }
 
 # --- building images, cached by content hash ------------------------------------------------
@@ -277,7 +324,7 @@ ca_secret() { # the CA bundle of this host for pip in the build (TLS-interceptin
 build_image() {
   local repo_name=$1 ctx=$2 dockerfile=$3 what=$4 hash=$5 name log start
   shift 5
-  name=$repo_name:$LINE-$hash
+  name=$repo_name:$TAG-$hash
   if bah inspect --type image "$name" >/dev/null 2>&1; then
     say "$what $name is built already (same content hash)"
     used "$name"
@@ -291,10 +338,12 @@ build_image() {
   start=$SECONDS
   # No --layers: with the vfs driver every cached layer is a full copy of the tree (a cold build
   # takes 2.5x as long); the content hash is the cache.
+  [ "$ARCH" = "$NATIVE_ARCH" ] || set -- --platform "linux/$ARCH" "$@"
   if ! with_progress image "building $what" "$log" bah bud --pull-never "$@" \
       --label "$CONTENT_LABEL=$hash" \
       -f "$dockerfile" -t "$name" "$ctx"; then
     tail -n 30 "$log" >&2
+    galaxy_hint "$log"
     die "building $what failed; log: $log"
   fi
   say "built $what $name in $(elapsed $((SECONDS - start))) ($(image_size "$name"))"
@@ -320,7 +369,11 @@ build_base() { # print the name of the base image, building it when missing
   [ -n "$secret" ] && bud+=("$secret")
   name=$(build_image "$BASE_REPO" "$repo" "$repo/$BASE_DOCKERFILE" "the base image" "$hash" "${bud[@]}")
   # What a project's `FROM operator-runner:latest` (or :<line>) finds in this storage.
-  bah tag "$name" "$BASE_REPO:$LINE" "$BASE_REPO:latest"
+  if [ "$ARCH" = "$NATIVE_ARCH" ]; then
+    bah tag "$name" "$BASE_REPO:$LINE" "$BASE_REPO:latest"
+  else
+    bah tag "$name" "$BASE_REPO:$TAG"
+  fi
   echo "$name"
 }
 
@@ -374,6 +427,7 @@ used() { mkdir -p "$CACHE/used"; touch "$(used_file "$1")"; } # used NAME: built
 # are other names of kept ones): of each repository and prefix (the line, or the Debian suite of
 # the debootstrap images), all but the KEEP used most recently, unless used in the last
 # IDLE_MINUTES; those without a prefix (named before the lines) only while used that lately.
+# (The prefix takes the architecture in too: 2.18-arm64-.)
 # Last used: the later of the image's record of use and its creation (an image that another
 # checkout's older hack/image.sh made has no record).
 prunable() {
@@ -381,7 +435,7 @@ prunable() {
   now=$(date +%s)
   bah images --filter "label=$CONTENT_LABEL" --format '{{.Name}}:{{.Tag}}|{{.CreatedAtRaw}}' |
     while IFS='|' read -r ref created; do
-      [[ ${ref##*:} =~ ^([A-Za-z0-9.]+-)?[0-9a-f]{16}$ ]] || continue
+      [[ ${ref##*:} =~ ^([A-Za-z0-9.-]+-)?[0-9a-f]{16}$ ]] || continue
       last=$(stat -c %Y "$(used_file "$ref")" 2>/dev/null || echo 0)
       made=$(date -d "${created% UTC}" +%s 2>/dev/null || echo 0)
       [ "$made" -le "$last" ] || last=$made
@@ -585,6 +639,37 @@ docker_build() { # the base image ($BASE_IMG, and operator-runner:latest), then 
   esac
 }
 
+docker_buildx() { # the base image for PLATFORMS, pushed as BASE_IMG; then IMG FROM it, pushed
+  local img=${1:?usage: docker-buildx IMG} base=${BASE_IMG:-operator-runner:latest} tool secret
+  local platforms=${PLATFORMS:-linux/arm64,linux/amd64} builder=operator-runner-builder
+  local -a args=(--build-arg "ANSIBLE_CORE=$LINE"
+    --build-arg "PYTHON_IMAGE=${PYTHON_IMAGE:-$("$here/lines.sh" python-image "$LINE")}")
+  secret=$(ca_secret)
+  [ -n "$secret" ] && args+=("$secret")
+  [[ $base == */* ]] || die "docker-buildx pushes: set BASE_IMG to <registry>/operator-runner:<tag> (now $base)"
+  tool=$(engine)
+  say "building the base image $base for $platforms with $tool, then $img FROM it; both pushed"
+  case $tool in
+    docker)
+      docker buildx create --name "$builder" >/dev/null 2>&1 || true
+      docker buildx build --builder "$builder" --push --platform "$platforms" "${args[@]}" \
+        -f "$repo/$BASE_DOCKERFILE" -t "$base" "$repo"
+      # ./Dockerfile says FROM operator-runner:latest: that name is the image just pushed.
+      docker buildx build --builder "$builder" --push --platform "$platforms" \
+        --build-context "operator-runner:latest=docker-image://$base" -t "$img" "$repo"
+      docker buildx rm "$builder" >/dev/null 2>&1 || true
+      ;;
+    buildah | podman)
+      "$tool" manifest rm "$base" >/dev/null 2>&1 || true
+      "$tool" build --platform "$platforms" --manifest "$base" "${args[@]}" -f "$repo/$BASE_DOCKERFILE" "$repo"
+      "$tool" manifest push --all "$base" "docker://$base"
+      "$tool" manifest rm "$img" >/dev/null 2>&1 || true
+      "$tool" build --platform "$platforms" --manifest "$img" --pull=always --from "$base" "$repo"
+      "$tool" manifest push --all "$img" "docker://$img"
+      ;;
+  esac
+}
+
 docker_push() {
   local img=${1:?usage: docker-push IMG} tool
   tool=$(engine)
@@ -604,6 +689,9 @@ case $action in
   build | build-base | build-project | run | os | prune | inspect | rootfs | size) ensure_tools buildah:buildah ;;
 esac
 case $action in
+  build | build-base | build-project | os) emulation ;;
+esac
+case $action in
   build) lock; build ;;
   build-base) lock; build_base ;;
   build-project) lock; build_project "$@" ;;
@@ -619,6 +707,7 @@ case $action in
     ;;
   docker-build) docker_build "$@" ;;
   docker-push) docker_push "$@" ;;
+  docker-buildx) docker_buildx "$@" ;;
   __sandbox) sandbox "$@" ;;
-  *) die "usage: hack/image.sh build | build-base | build-project DIR [-v SRC:DST]... | run [-e NAME=VALUE]... [ARG...] | os | prune | inspect | rootfs | size [IMAGE] | clean | docker-build IMG | docker-push IMG" ;;
+  *) die "usage: hack/image.sh build | build-base | build-project DIR [-v SRC:DST]... | run [-e NAME=VALUE]... [ARG...] | os | prune | inspect | rootfs | size [IMAGE] | clean | docker-build IMG | docker-push IMG | docker-buildx IMG" ;;
 esac
