@@ -10,6 +10,8 @@ configuration. The wheel is verified against a pinned sha256 first.
 Which `ansible` release: the one runner/util/lines.txt names for the line of the ansible-core
 installed in this Python (ansible 8.x goes with ansible-core 2.15, ... 14.x with 2.21), or for
 the line given with `--line 2.18`; with the sha256 of its wheel and the kubernetes.core inside.
+`--collection ansible/posix` extracts another collection of that release instead (the tests
+make collection sources of it).
 """
 
 from __future__ import annotations
@@ -78,7 +80,13 @@ def main() -> int:
     parser.add_argument(
         "--print-version", action="store_true", help="print the ansible release and exit"
     )
+    parser.add_argument(
+        "--collection",
+        action="append",
+        help=f"NAMESPACE/NAME to extract (repeatable; default {', '.join(COLLECTIONS)})",
+    )
     args = parser.parse_args()
+    collections = tuple(args.collection or COLLECTIONS)
     line = args.line or installed_line()
     version, sha256, core = ansible_for(line)
     if args.print_version:
@@ -86,7 +94,7 @@ def main() -> int:
         return 0
     target = args.target or Path(sysconfig.get_paths()["purelib"])
     marker = target / "ansible_collections" / f".from-ansible-{version}"
-    if marker.exists():
+    if marker.exists() and all((target / "ansible_collections" / c).is_dir() for c in collections):
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
@@ -109,14 +117,14 @@ def main() -> int:
         if digest != sha256:
             sys.exit(f"install_collections: {wheel.name} has sha256 {digest}, expected {sha256}")
         with zipfile.ZipFile(wheel) as zf:
-            for collection in COLLECTIONS:
+            for collection in collections:
                 prefix = f"ansible_collections/{collection}/"
                 shutil.rmtree(target / prefix, ignore_errors=True)
                 zf.extractall(target, [n for n in zf.namelist() if n.startswith(prefix)])
     for old in (target / "ansible_collections").glob(".from-ansible-*"):
         old.unlink()
     marker.touch()
-    print(f"installed {', '.join(COLLECTIONS)} {core} from ansible {version} into {target}")
+    print(f"installed {', '.join(collections)} from ansible {version} into {target}")
     return 0
 
 
