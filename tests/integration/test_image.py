@@ -4,9 +4,11 @@ engine and no registry.
 `hack/image.sh` builds them with buildah on a debootstrap image (all cached outside the repo by
 content hash: the first build on a machine takes a few minutes, later ones none): the base image,
 operator-sdk's ansible-operator image in operator-runner's shape, with no operator of its own;
-the seeds' operators FROM it; and tests/integration/sdk-operator FROM it, whose Dockerfile is the
-one operator-sdk scaffolds and whose requirements.yml installs a collection (a tarball of the
-tests' own making: Galaxy is unreachable here) with ansible-galaxy as uid 1001.
+the seeds' operators FROM it; and tests/integration/sdk-operator and ubi-operator FROM it, whose
+Dockerfiles were written for operator-sdk's UBI image (dnf, yum, microdnf as root, pip, an
+inventory naming /usr/bin/python3, a profiler ansible.cfg, their requirements.yml installed by
+ansible-galaxy as uid 1001 from a tarball and a git repository of the tests' own making: Galaxy
+is unreachable here).
 `hack/image.sh run` runs an image's own entrypoint (/tini -> /usr/local/bin/ansible-operator)
 from the image's root filesystem, mounted read-only, with a tmpfs on /tmp, as the image's user,
 in its own PID namespace, on the host's network, against the test cluster. The CRs must
@@ -16,6 +18,7 @@ untouched.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import importlib.util
 import json
@@ -44,8 +47,10 @@ from .kit.images import (
     SDK_OPERATOR,
     base_image,
     image_sh,
+    in_image,
     sdk_operator_image,
     seeds_image,
+    ubi_operator_image,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
@@ -79,6 +84,12 @@ def image() -> str:
 def sdk_image() -> str:
     _needs_root()
     return sdk_operator_image()
+
+
+@pytest.fixture(scope="module")
+def ubi_image() -> str:
+    _needs_root()
+    return ubi_operator_image()
 
 
 def config_of(image: str) -> dict[str, Any]:
@@ -236,6 +247,108 @@ def test_base_image_is_operator_sdks_shape_with_no_operator(base: str) -> None:
     assert not list((rootfs / "usr/bin").glob("gcc*"))
     assert not (rootfs / "root/.cache/pip").exists()
     assert not any((rootfs / "var/lib/apt/lists").glob("*Packages*"))
+
+
+# operator-sdk's /etc/ansible (ansible-operator-plugins' images/ansible-operator/Dockerfile)
+SDK_ANSIBLE_CFG = (
+    "[defaults]\nroles_path = /opt/ansible/roles\nlibrary = /usr/share/ansible/openshift\n"
+)
+SDK_HOSTS = "localhost ansible_connection=local\n"
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, (
+        f"exit {proc.returncode}: {proc.stdout[-2000:]}{proc.stderr[-3000:]}"
+    )
+    return proc.stdout
+
+
+def test_base_image_has_operator_sdks_etc_ansible_and_every_python_name(base: str) -> None:
+    """What a Dockerfile or an inventory written for operator-sdk's image names: the Python that
+    runs Ansible, with its packages, as python3, pip and pip3 on PATH and as /usr/bin/python3 and
+    /usr/local/bin/python3; `pip install` as uid 1001 goes to ~/.local, which every run sees;
+    /etc/ansible/ansible.cfg (read by Ansible) and /etc/ansible/hosts; dnf, yum and microdnf."""
+    rootfs = rootfs_of(base)
+    assert (rootfs / "etc/ansible/ansible.cfg").read_text() == SDK_ANSIBLE_CFG
+    assert (rootfs / "etc/ansible/hosts").read_text() == SDK_HOSTS
+    probe = "import sys, ansible, ansible_runner, kubernetes, yaml; print(sys.version_info[:2])"
+    versions = {ok(in_image(base, python, "-c", probe)) for python in
+                ("python3", "/usr/bin/python3", "/usr/local/bin/python3")}  # fmt: skip
+    assert len(versions) == 1, versions
+    for pip in ("pip", "pip3"):
+        assert "/opt/venv/lib/python3" in ok(in_image(base, pip, "--version")), pip
+    user_site = ok(
+        in_image(
+            base,
+            "python3",
+            "-c",
+            "import site; print(site.ENABLE_USER_SITE, site.getusersitepackages())",
+        )
+    )
+    assert user_site.split()[0] == "True", user_site
+    assert user_site.split()[1].startswith("/opt/ansible/.local/lib/python3"), user_site
+    config = ok(in_image(base, "ansible-config", "dump", "--only-changed"))
+    assert "DEFAULT_ROLES_PATH(/etc/ansible/ansible.cfg) = ['/opt/ansible/roles']" in config
+    for tool in ("dnf", "yum", "microdnf"):
+        link = rootfs / "usr/local/bin" / tool
+        assert os.readlink(link) == "/usr/local/lib/operator-runner/dnf/dnf.py", tool
+        assert ok(in_image(base, tool, "--version")).startswith(f"{tool}: "), tool
+    refused = in_image(base, "yum", "install", "-y", "git")  # as uid 1001, as on UBI
+    assert refused.returncode == 1 and "superuser privileges" in refused.stderr
+
+
+def test_dnf_and_yum_in_the_base_do_nothing_for_what_is_missing_and_name_the_apt_package(
+    base: str,
+) -> None:
+    """As root (a Dockerfile's USER root), with apt's real package lists: removing what is not
+    installed succeeds doing nothing; a RHEL name Debian lacks stops with the apt package to use
+    instead; a RHEL name that differs is installed under Debian's."""
+    removed = in_image(base, "yum", "remove", "-y", "subscription-manager",
+                       "python3-subscription-manager-rhsm", user="0:0")  # fmt: skip
+    assert removed.returncode == 0, removed.stderr
+    assert "No match for argument: subscription-manager (not installed)" in removed.stderr
+    script = (
+        "dnf install -y java-11-openjdk-headless; echo java=$?; "
+        "microdnf install -y --nodocs procps-ng && ps --version"
+    )
+    proc = in_image(base, "sh", "-c", script, user="0:0", network=True)
+    assert "java=1" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    assert (
+        "dnf: error: java-11-openjdk-headless: Debian has no Java 11 in bookworm or trixie; "
+        in proc.stderr
+    )
+    assert "RUN apt-get install -y openjdk-17-jre-headless" in proc.stderr
+    assert (
+        "microdnf: apt-get -q -y" in proc.stderr
+        and " install --no-install-recommends procps" in proc.stderr
+    )
+    assert proc.returncode == 0 and "procps-ng" in proc.stdout, proc.stderr[-3000:]
+
+
+def test_ubi_operator_image_is_what_its_ubi_dockerfile_asks(ubi_image: str) -> None:
+    """tests/integration/ubi-operator/Dockerfile, written for operator-sdk's UBI image, built FROM
+    the base with only FROM changed: yum update and clean, git and jq installed, jmespath in the
+    Python that runs Ansible (and in /usr/local/bin/python3, which its inventory names),
+    ansible.posix installed by ansible-galaxy from a git repository, the profiler's ansible.cfg,
+    its own ENTRYPOINT."""
+    config = config_of(ubi_image)
+    assert config["Entrypoint"] == [*ENTRYPOINT, "--reconcile-period=0s"]
+    assert config["User"] == "1001"
+    rootfs = rootfs_of(ubi_image)
+    for program in ("usr/bin/git", "usr/bin/jq"):
+        assert (rootfs / program).is_file(), program
+    assert not any((rootfs / "var/lib/apt/lists").glob("*Packages*"))  # yum clean all
+    profiler = (rootfs / "opt/ansible/ansible-profiler.cfg").read_text()
+    assert profiler == SDK_ANSIBLE_CFG + "callbacks_enabled = profile_tasks\n"
+    posix = rootfs / "opt/ansible/.ansible/collections/ansible_collections/ansible/posix"
+    manifest = json.loads((posix / "MANIFEST.json").read_text())
+    assert manifest["collection_info"]["version"] == "1.6.2"
+    assert posix.stat().st_uid == 1001
+    for python in ("python3", "/usr/local/bin/python3"):
+        ok(in_image(ubi_image, python, "-c", "import jmespath, kubernetes"))
+    for watches in ("watches-k8s.yaml", "watches-os.yaml"):
+        assert (rootfs / "opt/ansible" / watches).is_file()
+    assert not (rootfs / "opt/ansible/watches.yaml").exists()  # picked with --watches-file
 
 
 def image_line() -> str:
@@ -413,6 +526,10 @@ def test_collections_installed_by_ansible_galaxy_in_a_derived_image_are_used(
     )  # chmod -R ug+rwx ${HOME}/.ansible
     assert (rootfs / "opt/ansible/watches.yaml").is_file()
     assert (rootfs / "opt/ansible/playbooks/podexec.yml").is_file()
+    # USER root; dnf update --security --bugfix -y && dnf install -y openssl; USER ${USER_UID}
+    assert (rootfs / "usr/bin/openssl").is_file()
+    assert config_of(sdk_image)["User"] == "1001"
+    assert "ANSIBLE_INVENTORY=/opt/ansible/inventory" in config_of(sdk_image)["Env"]
     # ansible-galaxy's RUN left /tmp/.ansible/tmp usable by any uid, and no trace of the mount.
     assert stat.S_IMODE((rootfs / "tmp/.ansible/tmp").stat().st_mode) == 0o1777
     assert not any((rootfs / "mnt").iterdir())
@@ -437,12 +554,53 @@ def test_collections_installed_by_ansible_galaxy_in_a_derived_image_are_used(
         )
         assert greeting["status"]["message"] == "Hello, operator-sdk!"
         assert greeting["status"]["collectionVersion"] == "1.0.0"
+        # the modules ran with the Python its inventory names; openssl made the key
+        assert greeting["status"]["moduleInterpreter"] == "/usr/bin/python3"
+        key = client.CoreV1Api(api).read_namespaced_secret("greeting-sample-key", namespace)
+        assert len(base64.b64decode(base64.b64decode(key.data["key"]))) == 32
         config_map = client.CoreV1Api(api).read_namespaced_config_map(
             "greeting-sample-greeting", namespace
         )
         assert config_map.data == {"message": "Hello, operator-sdk!"}
         assert owned_by(config_map, greeting)
     assert tree(rootfs) == before, "the operator wrote to the image's filesystem"
+
+
+def galaxy_resolves() -> bool:
+    try:
+        socket.getaddrinfo("galaxy.ansible.com", 443)
+    except OSError:
+        return False
+    return True
+
+
+def test_a_requirements_yml_naming_galaxy_fails_saying_galaxy_is_out_of_reach(
+    base: str, tmp_path: Path
+) -> None:
+    """operator-sdk's scaffolded requirements.yml names its collections on Galaxy. Where Galaxy
+    cannot be reached the build fails at ansible-galaxy, as it would on operator-sdk's image,
+    and hack/image.sh says plainly why and what to do instead."""
+    if galaxy_resolves():
+        pytest.skip("galaxy.ansible.com resolves here: the build would install from it")
+    project = tmp_path / "galaxy-operator"
+    project.mkdir()
+    (project / "Dockerfile").write_text(
+        "FROM operator-runner:latest\n"
+        "COPY requirements.yml ${HOME}/requirements.yml\n"
+        "RUN ansible-galaxy collection install -r ${HOME}/requirements.yml \\\n"
+        " && chmod -R ug+rwx ${HOME}/.ansible\n"
+    )
+    (project / "requirements.yml").write_text(
+        '---\ncollections:\n  - name: community.general\n    version: "9.0.0"\n'
+    )
+    proc = subprocess.run(
+        [str(IMAGE_SH), "build-project", str(project)],
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "ERROR! Unknown error when attempting to call Galaxy" in proc.stderr, proc.stderr
+    assert "could not reach Ansible Galaxy (galaxy.ansible.com)" in proc.stderr
+    assert "(type: file, git\nimage: or dir in requirements.yml" in proc.stderr
 
 
 def buildah(*args: str) -> str:

@@ -17,7 +17,16 @@ always torn down afterwards.
   that ansible-galaxy installed from requirements.yml, one whose role runs
   kubernetes.core.k8s_exec in a busybox Pod it made, as operator-sdk's e2e operators do);
   /metrics answers over TLS only to a token bound to the metrics-reader ClusterRole, also to curl
-  inside the operator's Pod; the last run's output is at operator-sdk's debugging path.
+  inside the operator's Pod; the last run's output is at operator-sdk's debugging path. Its
+  Dockerfile's `dnf update --security --bugfix` and `dnf install -y openssl` ran as root, its
+  inventory names /usr/bin/python3: the modules run with it, and openssl makes a key.
+- A second one, tests/integration/ubi-operator, whose Dockerfile was written for operator-sdk's
+  UBI image (yum remove/update/install git, microdnf install jq, `python3 -m pip install
+  jmespath`, collections from git, a profiler ansible.cfg, its own ENTRYPOINT with
+  --reconcile-period=0s): deployed the same way, config/manager picking watches-k8s.yaml,
+  pointing ANSIBLE_CONFIG at the profiler's configuration and ANSIBLE_INVENTORY at an inventory
+  naming /usr/local/bin/python3. Its Fleet runs busybox Pods on the real node and reports them
+  with jq and a JMESPath query; the run's output has the profiler's report.
 - The last test takes the cluster down with `make cluster-down NODE=real` and checks that the
   host is as it was before the cluster came up (sysctls, iptables, links, mounts, cgroups, paths).
 
@@ -31,6 +40,7 @@ instead.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -41,6 +51,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -48,7 +59,13 @@ from kubernetes import client
 
 from .conftest import REPO
 from .kit import CrKind, condition, wait_for
-from .kit.images import ENTRYPOINT, SDK_OPERATOR, sdk_operator_image
+from .kit.images import (
+    ENTRYPOINT,
+    SDK_OPERATOR,
+    UBI_OPERATOR,
+    sdk_operator_image,
+    ubi_operator_image,
+)
 from .kit.realnode import (
     NODE_NAME,
     RealCluster,
@@ -311,25 +328,28 @@ POD_EXEC = CrKind("demo.sdk.example.com", "v1alpha1", "podexecs", "PodExec")
 
 @dataclass
 class SdkOperator:
-    """tests/integration/sdk-operator deployed (`kubectl kustomize config/default`, image set),
-    its Pod on the real node, and a namespace for its CRs with two ServiceAccounts: one bound
-    to the metrics-reader ClusterRole, one not."""
+    """An operator-sdk project (tests/integration/sdk-operator, ubi-operator) deployed
+    (`kubectl kustomize config/default`, image set), its Pod on the real node, and a namespace
+    for its CRs (sdk-operator's with two ServiceAccounts: one bound to the metrics-reader
+    ClusterRole, one not)."""
 
     cluster: RealCluster
     env: Env
     image: str
     pod: str
+    project: Path = SDK_OPERATOR
+    namespace: str = SDK_NAMESPACE  # the operator's, config/default's
 
     def exec(self, *command: str, check: bool = True) -> str:
         return self.cluster.kubectl(
-            "exec", "-n", SDK_NAMESPACE, self.pod, "-c", "manager", "--", *command, check=check
+            "exec", "-n", self.namespace, self.pod, "-c", "manager", "--", *command, check=check
         )
 
     def token(self, account: str) -> str:
         return self.cluster.kubectl("create", "token", account, "-n", self.env.ns).strip()
 
     def apply_sample(self, filename: str) -> None:
-        sample = SDK_OPERATOR / "config" / "samples" / filename
+        sample = self.project / "config" / "samples" / filename
         self.cluster.kubectl("apply", "-n", self.env.ns, "-f", str(sample))
 
     def successful(self, kind: CrKind, name: str, timeout: float = 180) -> dict[str, Any]:
@@ -344,7 +364,7 @@ class SdkOperator:
             return wait_for(probe, timeout=timeout, what=f"{kind.kind} {name} Successful")
         except AssertionError as err:
             logs = self.cluster.kubectl(
-                "logs", "-n", SDK_NAMESPACE, self.pod, "-c", "manager", "--tail=60", check=False
+                "logs", "-n", self.namespace, self.pod, "-c", "manager", "--tail=60", check=False
             )
             raise AssertionError(f"{err}\nthe operator's log:\n{logs}") from None
 
@@ -408,6 +428,10 @@ def test_sdk_operator_greeting_is_successful(sdk: SdkOperator) -> None:
     sdk.apply_sample("demo_v1alpha1_greeting.yaml")
     greeting = sdk.successful(GREETING, "greeting-sample")
     assert greeting["status"]["message"] == "Hello, operator-sdk!"
+    # its inventory's Python ran the modules; openssl (dnf install -y openssl) made the key
+    assert greeting["status"]["moduleInterpreter"] == "/usr/bin/python3"
+    key = sdk.env.core.read_namespaced_secret("greeting-sample-key", sdk.env.ns)
+    assert len(base64.b64decode(base64.b64decode(key.data["key"]))) == 32
 
 
 def test_the_last_run_is_at_operator_sdks_debugging_path(sdk: SdkOperator) -> None:
@@ -457,6 +481,70 @@ def test_metrics_from_inside_the_operators_pod(sdk: SdkOperator) -> None:
     assert "controller_runtime_reconcile_total" in body, body[-2000:]
     code = sdk.exec("curl", "-sS", "-k", "-o", "/dev/null", "-w", "%{http_code}", url)
     assert code == "401"
+
+
+# -- a project whose Dockerfile was written for operator-sdk's UBI image -----------------------
+
+UBI_NAMESPACE = "ubi-operator-system"
+UBI_SELECTOR = "control-plane=controller-manager,app.kubernetes.io/name=ubi-operator"
+FLEET = CrKind("demo.ubi.example.com", "v1alpha1", "fleets", "Fleet")
+
+
+@pytest.fixture(scope="module")
+def ubi(
+    real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SdkOperator]:
+    image = ubi_operator_image()  # built before pytest (make test); here: its cached name
+    load_image(image)
+    deploy(real_cluster, UBI_OPERATOR / "config" / "default", image)
+    pod = ready_pod(real_cluster, UBI_NAMESPACE, UBI_SELECTOR)
+    namespace = f"ubi-{uuid.uuid4().hex[:8]}"
+    real_cluster.kubectl("create", "namespace", namespace)
+    with real_cluster.api_client() as api:
+        env = Env(real_cluster, api, namespace, tmp_path_factory.mktemp("ubi-operator"))
+        yield SdkOperator(
+            real_cluster, env, image, pod["metadata"]["name"], UBI_OPERATOR, UBI_NAMESPACE
+        )
+
+
+def test_ubi_operator_runs_its_own_entrypoint_with_the_watches_file_config_picks(
+    ubi: SdkOperator,
+) -> None:
+    argv = ubi.exec("cat", "/proc/1/cmdline").split("\0")[:-1]
+    assert argv[:6] == [*ENTRYPOINT, "--reconcile-period=0s"], argv
+    assert "--watches-file=./watches-k8s.yaml" in argv[6:]  # config/manager's, the last one wins
+    assert ubi.exec("id", "-u").strip() == "1001"
+
+
+def test_ubi_operator_fleet_runs_busybox_pods_and_reports_them(ubi: SdkOperator) -> None:
+    """The role's Deployment runs on the real node; the status counts the running Pods with jq
+    (microdnf install jq), lists them with a JMESPath query (python3 -m pip install jmespath),
+    says which watches file's vars it ran with and which Python ran the modules (the inventory's
+    /usr/local/bin/python3)."""
+    ubi.apply_sample("demo_v1alpha1_fleet.yaml")
+    fleet = ubi.successful(FLEET, "fleet-sample", timeout=300)
+    status = fleet["status"]
+    assert status["platform"] == "kubernetes"  # watches-k8s.yaml's vars
+    assert status["moduleInterpreter"] == "/usr/local/bin/python3"
+    pods = ubi.env.live_pods("app.kubernetes.io/instance=fleet-sample")
+    assert sorted(p.metadata.name for p in pods if p.status.phase == "Running") == status["pods"]
+    assert int(status["running"]) == 2 and len(status["pods"]) == 2
+    assert status["nodes"] == [NODE_NAME]
+
+
+def test_ubi_operator_runs_with_the_profilers_configuration(ubi: SdkOperator) -> None:
+    """ANSIBLE_CONFIG names ${HOME}/ansible-profiler.cfg, the Dockerfile's copy of
+    /etc/ansible/ansible.cfg with `callbacks_enabled = profile_tasks`: the run's output has
+    ansible.posix's profile_tasks lines (the collection ansible-galaxy installed from git)."""
+    ubi.successful(FLEET, "fleet-sample", timeout=300)
+    path = (
+        "/tmp/ansible-operator/runner/demo.ubi.example.com/v1alpha1/Fleet/"
+        f"{ubi.env.ns}/fleet-sample/artifacts/latest/stdout"
+    )
+    stdout = ubi.exec("cat", path)
+    # a task's line: "<date> (0:00:00.123)       0:00:01.234 ****", and the recap's rule
+    assert re.search(r"\(\d+:\d\d:\d\d\.\d+\)\s+\d+:\d\d:\d\d\.\d+ \*+", stdout), stdout[-3000:]
+    assert "=" * 79 in stdout, stdout[-3000:]
 
 
 def test_cluster_down_restores_the_host(real_cluster: RealCluster) -> None:

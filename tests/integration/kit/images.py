@@ -1,23 +1,30 @@
 """The images the integration tests run, built with no Docker engine and no registry.
 
 `hack/image.sh` builds them with buildah (cached by content hash: a build whose inputs are
-built already costs nothing): the base image, the seeds' image FROM it, and the image of the
-tests' operator-sdk-style project `sdk-operator/` FROM it. `make test` builds them all before
-pytest starts (`python -m tests.integration.kit.images`); the fixtures ask again and get the
-cached names.
+built already costs nothing): the base image, the seeds' image FROM it, and the images of the
+tests' two operator-sdk projects FROM it, whose Dockerfiles were written for operator-sdk's UBI
+image: `sdk-operator/` (operator-sdk's scaffold, plus `dnf update --security --bugfix` and `dnf
+install` as root, an inventory naming /usr/bin/python3) and `ubi-operator/` (yum, microdnf,
+`python3 -m pip install`, collections from git repositories, a profiler ansible.cfg, two watches
+files, its own ENTRYPOINT). `make test` builds them all before pytest starts (`python -m
+tests.integration.kit.images`); the fixtures ask again and get the cached names.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 IMAGE_SH = REPO / "hack" / "image.sh"
 SDK_OPERATOR = REPO / "tests" / "integration" / "sdk-operator"
+UBI_OPERATOR = REPO / "tests" / "integration" / "ubi-operator"
 # operator-sdk's ENTRYPOINT (its images/ansible-operator/Dockerfile), which the base image keeps.
 ENTRYPOINT = [
     "/tini",
@@ -57,6 +64,42 @@ def image_sh(*args: str, env: dict[str, str] | None = None, timeout: float = 150
     return proc.stdout.strip()
 
 
+# in_image's last steps, as root in a mount namespace of its own: the image's root filesystem
+# under a throwaway overlay (what the command writes never reaches the image), /proc, /dev, a
+# tmpfs on /tmp, the host's resolv.conf when the command needs the network; then chroot, the
+# user, the image's working directory and environment.
+_IN_IMAGE = r"""
+set -eu
+state=$1 lower=$2 user=$3 workdir=$4 network=$5
+shift 5
+root=$state/merged
+mount -t overlay overlay -o "lowerdir=$lower,upperdir=$state/upper,workdir=$state/work" "$root"
+mount -t proc proc "$root/proc"
+mount --rbind /dev "$root/dev"
+mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+if [ "$network" = 1 ]; then mount --bind /etc/resolv.conf "$root/etc/resolv.conf"; fi
+exec chroot --userspec="$user" "$root" /usr/bin/env -C "$workdir" -i "$@"
+"""
+
+
+def in_image(
+    image: str, *argv: str, user: str = "1001:0", network: bool = False, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """Run `argv` inside `image` (root only): its root filesystem under a throwaway overlay, as
+    `user`, in its working directory with its environment (Env); the host's network when
+    `network`. Output captured; the exit status is the caller's to judge."""
+    rootfs = image_sh("rootfs", env={"IMAGE": image})
+    config = json.loads(image_sh("inspect", env={"IMAGE": image}))["OCIv1"]["config"]
+    with tempfile.TemporaryDirectory(prefix="ort-in-image-") as state:
+        for folder in ("upper", "work", "merged"):
+            (Path(state) / folder).mkdir()
+        return subprocess.run(
+            ["unshare", "--mount", "--fork", "sh", "-c", _IN_IMAGE, "sh", state, rootfs, user,
+             config.get("WorkingDir") or "/", "1" if network else "0", *config["Env"], *argv],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )  # fmt: skip
+
+
 def _sources_hash(root: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -94,6 +137,77 @@ def collection_tarballs(source: Path) -> Path:
     return out
 
 
+# ubi-operator's requirements.yml installs these from git repositories, as projects that pin
+# collections to their GitHub sources do (Galaxy and GitHub are out of reach here): the
+# collection's files from the `ansible` release of the default line (ansible.posix 1.6.2, a
+# version such projects pin), committed with a galaxy.yml made from its MANIFEST.json and tagged
+# with its version.
+GIT_COLLECTIONS = ("ansible/posix",)
+GIT_COLLECTIONS_LINE = "2.18"
+# The uid of the user the build's ansible-galaxy runs as (the base image's USER): git refuses to
+# clone a local repository another user owns ("detected dubious ownership").
+BUILD_UID = 1001
+
+
+def _git(*args: str, cwd: Path) -> None:
+    fixed = "2000-01-01T00:00:00Z"  # the same commit, hence the same image hash, on every machine
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "operator-runner tests",
+        "GIT_AUTHOR_EMAIL": "tests@operator-runner.invalid",
+        "GIT_AUTHOR_DATE": fixed,
+        "GIT_COMMITTER_NAME": "operator-runner tests",
+        "GIT_COMMITTER_EMAIL": "tests@operator-runner.invalid",
+        "GIT_COMMITTER_DATE": fixed,
+    }
+    subprocess.run(
+        ["git", "-c", "init.defaultBranch=main", *args],
+        cwd=cwd,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def collection_git_repos() -> Path:
+    """A folder of bare git repositories, <namespace>.<name>.git, one for each of
+    GIT_COLLECTIONS, tagged with the collection's version and owned by BUILD_UID; made once."""
+    installer = IMAGE_SH.parent / "install_collections.py"  # which `ansible` release
+    recipe = json.dumps([GIT_COLLECTIONS, GIT_COLLECTIONS_LINE, installer.read_text()])
+    out = CACHE / "image" / "git" / hashlib.sha256(recipe.encode()).hexdigest()[:16]
+    if out.is_dir() and all((out / f"{c.replace('/', '.')}.git").is_dir() for c in GIT_COLLECTIONS):
+        return out
+    staging = out.with_name(out.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    extracted = staging / "extracted"
+    command = [sys.executable, str(installer)]
+    command += ["--line", GIT_COLLECTIONS_LINE, str(extracted)]
+    for collection in GIT_COLLECTIONS:
+        command += ["--collection", collection]
+    subprocess.run(command, check=True, capture_output=True, timeout=600)
+    for collection in GIT_COLLECTIONS:
+        source = extracted / "ansible_collections" / collection
+        info = json.loads((source / "MANIFEST.json").read_text())["collection_info"]
+        galaxy = {k: v for k, v in info.items() if v not in (None, [], {}, "") and k != "license"}
+        (source / "galaxy.yml").write_text(json.dumps(galaxy, indent=2) + "\n")  # JSON is YAML
+        for built in ("MANIFEST.json", "FILES.json"):
+            (source / built).unlink()
+        _git("init", "-q", cwd=source)
+        _git("add", "-A", cwd=source)
+        _git("commit", "-q", "-m", f"{collection.replace('/', '.')} {info['version']}", cwd=source)
+        _git("tag", info["version"], cwd=source)
+        _git(
+            "clone", "-q", "--bare", str(source), f"{collection.replace('/', '.')}.git", cwd=staging
+        )
+    shutil.rmtree(extracted)
+    if os.geteuid() == 0:
+        for path in [staging, *staging.rglob("*")]:
+            os.lchown(path, BUILD_UID, 0)
+    staging.rename(out)
+    return out
+
+
 def seeds_image() -> str:
     """The seeds' operators (./Dockerfile FROM the base image)."""
     return image_sh("build")
@@ -112,7 +226,16 @@ def sdk_operator_image() -> str:
     return image_sh("build-project", str(SDK_OPERATOR), "-v", f"{tarballs}:{COLLECTIONS_MOUNT}")
 
 
+def ubi_operator_image() -> str:
+    """tests/integration/ubi-operator: a Dockerfile written for operator-sdk's UBI image (yum,
+    microdnf, pip, git-sourced collections, a profiler ansible.cfg), FROM the base image; the
+    collections' git repositories mounted for the build."""
+    return image_sh(
+        "build-project", str(UBI_OPERATOR), "-v", f"{collection_git_repos()}:{COLLECTIONS_MOUNT}"
+    )
+
+
 if __name__ == "__main__":  # make test: every image before pytest starts
     PROGRESS = True
-    for build in (seeds_image, sdk_operator_image):
+    for build in (seeds_image, sdk_operator_image, ubi_operator_image):
         print(build(), flush=True)
