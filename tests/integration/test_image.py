@@ -526,7 +526,7 @@ def test_collections_installed_by_ansible_galaxy_in_a_derived_image_are_used(
     )  # chmod -R ug+rwx ${HOME}/.ansible
     assert (rootfs / "opt/ansible/watches.yaml").is_file()
     assert (rootfs / "opt/ansible/playbooks/podexec.yml").is_file()
-    # USER root; dnf update --security --bugfix -y && dnf install -y openssl; USER ${USER_UID}
+    # USER root; dnf update --security --bugfix -y && dnf install -y openssl; USER 1001
     assert (rootfs / "usr/bin/openssl").is_file()
     assert config_of(sdk_image)["User"] == "1001"
     assert "ANSIBLE_INVENTORY=/opt/ansible/inventory" in config_of(sdk_image)["Env"]
