@@ -312,11 +312,40 @@ python_image() { # PYTHON_IMAGE, else the debootstrap image
   if [ -n "${PYTHON_IMAGE:-}" ]; then echo "$PYTHON_IMAGE"; else os_image; fi
 }
 
-ca_secret() { # the CA bundle of this host for pip in the build (TLS-intercepting proxies)
+host_ca() { # the CA bundle this host trusts (a TLS-intercepting proxy's CA included), if any
   local f
   for f in "${PIP_CERT:-}" "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt; do
-    if [ -n "$f" ] && [ -s "$f" ]; then echo "--secret=id=ca-certificates,src=$f"; return; fi
+    if [ -n "$f" ] && [ -s "$f" ]; then echo "$f"; return; fi
   done
+}
+
+ca_secret() { # the CA bundle of this host for pip in the base image's build
+  local f
+  f=$(host_ca)
+  if [ -n "$f" ]; then echo "--secret=id=ca-certificates,src=$f"; fi
+}
+
+# build_trusts_host BASE: for a project's build FROM BASE, when this host trusts certificate
+# authorities the image does not (a TLS-intercepting proxy's), a read-only volume of this host's
+# CA bundle over the image's, so that a RUN step's pip, apt or git reaches PyPI and the rest as
+# this host does. For the build's RUN steps only: nothing of it stays in the image, and it is not
+# part of the content hash. OPERATOR_RUNNER_BUILD_CA=0 leaves it out.
+build_trusts_host() {
+  local ca bundle=etc/ssl/certs/ca-certificates.crt root
+  [ "${OPERATOR_RUNNER_BUILD_CA:-1}" != 0 ] || return 0
+  ca=$(host_ca)
+  [ -n "$ca" ] || return 0
+  root=$(rootfs "$1")
+  if [ -f "$root/$bundle" ] && ! cmp -s "$ca" "$root/$bundle"; then
+    echo "--volume=$ca:/$bundle:ro"
+  fi
+}
+
+ca_hint() { # ca_hint LOG: when a RUN step could not rewrite the CA bundle mounted over the image's
+  grep -q "ca-certificates.crt.*\(busy\|Read-only\)" "$1" 2>/dev/null || return 0
+  say "this host's CA bundle is mounted over the image's for the build (it trusts a CA the image does not), and a"
+  say "RUN step tried to rewrite it (update-ca-certificates, an upgrade of ca-certificates); build"
+  say "again with OPERATOR_RUNNER_BUILD_CA=0 where the image's own certificate authorities suffice."
 }
 
 # build_image REPO CONTEXT DOCKERFILE WHAT HASH BUD_OPTION...: build REPO:LINE-HASH with
@@ -344,6 +373,7 @@ build_image() {
       -f "$dockerfile" -t "$name" "$ctx"; then
     tail -n 30 "$log" >&2
     galaxy_hint "$log"
+    ca_hint "$log"
     die "building $what failed; log: $log"
   fi
   say "built $what $name in $(elapsed $((SECONDS - start))) ($(image_size "$name"))"
@@ -403,6 +433,9 @@ build_derived() {
   lock
   base=$(build_base)
   hash=$(content_hash "$dir" "$dir/Dockerfile" "from $(image_id "$base")" "${lines[@]}")
+  if ! bah inspect --type image "$repo_name:$TAG-$hash" >/dev/null 2>&1; then
+    mapfile -t -O "${#volumes[@]}" volumes < <(build_trusts_host "$base")
+  fi
   build_image "$repo_name" "$dir" "$dir/Dockerfile" "$what" "$hash" --from "$base" "${volumes[@]}"
 }
 
