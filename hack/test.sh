@@ -13,13 +13,15 @@
 #      cold, nothing once cached; SDK_CLI=0 leaves it out and the test is then skipped unless
 #      cached), each built once per machine, before any test starts; as root, also beside them,
 #      the images (hack/image.sh, cached by content hash): the base image, the seeds' image
-#      and tests/integration/sdk-operator's, FROM it, that tests/integration/test_image.py runs
-#      and test_real_node.py deploys; then, where the machine can host a real node, its packages,
+#      and tests/integration/sdk-operator's and ubi-operator's (Dockerfiles written for
+#      operator-sdk's UBI image), FROM it, that tests/integration/test_image.py runs and
+#      test_real_node.py deploys; then, where the machine can host a real node, its packages,
 #      kubelet/kube-proxy and images (tests/integration/test_real_node.py then must pass)
 #   5. one throwaway local cluster for the rest of the run (or $OPERATOR_RUNNER_KUBECONFIG):
 #      pytest (unit and integration tests), molecule syntax check, molecule scenario `default`;
 #      test_real_node.py brings up its own cluster with the real node and runs there the seeds
-#      deployed with `make deploy NODE=real`, the sdk-operator and molecule's scenario `kind`
+#      deployed with `make deploy NODE=real`, the sdk-operator, the ubi-operator and
+#      molecule's scenario `kind`
 #   6. every other ansible-core line, in the background beside step 5 (log .venv-lines.log), one
 #      after the other on one throwaway cluster of its own: its virtualenv on the newest Python
 #      it runs on, the unit tests of what uses Ansible, and the integration tests marked `lines`
@@ -251,7 +253,7 @@ images() { # as root: the images that test_image.py runs and test_real_node.py d
     echo "not root: the images are not built; tests/integration/test_image.py is skipped" >&2
     return 0
   fi
-  beside "the images: base, seeds', tests/integration/sdk-operator's (buildah, debootstrap)" \
+  beside "the images: base, seeds', tests/integration/sdk-operator's and ubi-operator's (buildah, debootstrap)" \
     .make-test-images.log "$BIN/python" -m tests.integration.kit.images
 }
 
