@@ -496,7 +496,8 @@ rootfs() { # rootfs IMAGE: the path of its root filesystem (a container made onc
   lock
   ctr=$(rootfs_container "$image")
   used "$image"
-  bah inspect --type container "$ctr" >/dev/null 2>&1 || bah from --quiet --pull-never --name "$ctr" "$image" >/dev/null
+  bah inspect --type container "$ctr" >/dev/null 2>&1 ||
+    bah from --quiet --pull-never --arch "$ARCH" --name "$ctr" "$image" >/dev/null
   bah mount "$ctr"
 }
 
