@@ -239,7 +239,9 @@ def test_base_image_is_operator_sdks_shape_with_no_operator(base: str) -> None:
     for program in ("/tini", "/usr/local/bin/ansible-operator", "/usr/bin/curl"):
         target = resolve_in(rootfs, program)
         assert target.is_file() and os.access(target, os.X_OK), program
-    assert os.readlink(rootfs / "usr/local/bin/ansible-operator") == "/opt/venv/bin/operator-runner"
+    assert (
+        os.readlink(rootfs / "usr/local/bin/ansible-operator") == "/opt/venv/bin/ansible-operator"
+    )
     site = next((rootfs / "opt/venv/lib").glob("python3.*/site-packages"))
     assert (site / "ansible_collections/kubernetes/core").is_dir()
     assert (site / "runner/ansible/collections/ansible_collections/operator_sdk/util").is_dir()
