@@ -127,11 +127,13 @@ def get_object(ref: ObjectRef) -> Request:
     return Request("GET", object_path(ref.resource, ref.namespace, ref.name))
 
 
-def patch_status(ref: ObjectRef, status: JSON) -> Request:
-    """Merge-patch `status` through the status subresource: keys not named stay as they are."""
+def patch_status(ref: ObjectRef, status: JSON, field_manager: str | None = None) -> Request:
+    """Merge-patch `status` through the status subresource: keys not named stay as they are.
+    `field_manager`: who the write says it is, in the object's managedFields."""
     return Request(
         "PATCH",
         object_path(ref.resource, ref.namespace, ref.name, "status"),
+        params={"fieldManager": field_manager} if field_manager else {},
         body={"status": status},
         content_type=MERGE_PATCH,
     )

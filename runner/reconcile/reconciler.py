@@ -60,6 +60,7 @@ class Options:
     echo: bool = False  # Ansible's own output to stdout (`operator-runner reconcile`)
     skip_facts: bool = False  # role runs gather no facts (ANSIBLE_GATHERING=explicit)
     debug_logs: bool = False  # each run's whole output to the log (ANSIBLE_DEBUG_LOGS)
+    field_manager: str | None = None  # of the status writes (fieldmanager.py)
 
 
 @dataclass
@@ -343,9 +344,8 @@ class Reconciler:
         generation: int | None = None,
         **details: Any,
     ) -> dict[str, Any]:
-        """Apply a `conditions` transition (running, succeeded, failed, errored) with its
-        `details`, for `generation` (default: `obj`'s), and patch the conditions when they
-        changed; nothing without manageStatus or in check mode."""
+        """Apply a `conditions` transition (running, succeeded, ...) with its `details`, for
+        `generation` (default: `obj`'s); patch them if changed (not unmanaged, not in check)."""
         if not self.watch.manage_status or self.options.check:
             return obj
         old = obj.get("status") if isinstance(obj.get("status"), dict) else {}
@@ -354,8 +354,9 @@ class Reconciler:
         new = transition(old, generation=generation, now=datetime.now(UTC), **details)
         if not conditionlist.status_changed(old, new):
             return obj
+        status = {"conditions": new.get("conditions", [])}
         patched: dict[str, Any] | None = await self.client.send_or_none(
-            kube.patch_status(ref, {"conditions": new.get("conditions", [])})
+            kube.patch_status(ref, status, self.options.field_manager)
         )
         return obj if patched is None else patched
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from runner.ansible.interface import skip_facts
 from runner.app.process.capacity import default_concurrency
 from runner.app.process.limits import memory_limit_bytes, usable_cpus
+from runner.reconcile import fieldmanager
 from runner.reconcile.reconciler import Options
 from runner.watches import Watch
 
@@ -54,6 +55,7 @@ def watch_options(config: OperatorConfig, watch: Watch, environ: Mapping[str, st
         log_events=config.log_events,
         skip_facts=skip_facts(environ),
         debug_logs=debug_logs(environ),
+        field_manager=fieldmanager.field_manager(fieldmanager.installed_line()),
     )
 
 
