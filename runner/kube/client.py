@@ -38,6 +38,7 @@ JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 USER_AGENT = f"operator-runner/{__version__}"
+LIST_PAGE = 500
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,18 @@ def get_api_resources(group: str, version: str) -> Request:
 
 def get_object(ref: ObjectRef) -> Request:
     return Request("GET", object_path(ref.resource, ref.namespace, ref.name))
+
+
+def list_objects(
+    resource: Resource, namespace: str | None, label_selector: str = "", cont: str = ""
+) -> Request:
+    """One page (LIST_PAGE objects) of a collection, in `namespace` or all of them (None)."""
+    params = {"limit": str(LIST_PAGE)}
+    if label_selector:
+        params["labelSelector"] = label_selector
+    if cont:
+        params["continue"] = cont
+    return Request("GET", object_path(resource, namespace), params=params)
 
 
 def patch_status(ref: ObjectRef, status: JSON, field_manager: str | None = None) -> Request:

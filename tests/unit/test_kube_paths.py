@@ -42,6 +42,23 @@ def test_status_and_leases_and_events() -> None:
     assert kube.create_event("ns", {}).path == "/api/v1/namespaces/ns/events"
 
 
+def test_a_status_write_may_name_its_field_manager() -> None:
+    ref = ObjectRef(Resource("x.io", "v1", "echos", "Echo"), "ns", "e")
+    assert kube.patch_status(ref, {}).url_path == "/apis/x.io/v1/namespaces/ns/echos/e/status"
+    named = kube.patch_status(ref, {}, "operator-runner/ansible-core-2.18")
+    assert named.url_path.endswith("/status?fieldManager=operator-runner%2Fansible-core-2.18")
+
+
+def test_a_page_of_a_collection() -> None:
+    echo = Resource("x.io", "v1", "echos", "Echo")
+    first = kube.list_objects(echo, "ns", "a=b")
+    assert first.url_path == "/apis/x.io/v1/namespaces/ns/echos?limit=500&labelSelector=a%3Db"
+    assert (
+        kube.list_objects(echo, None, cont="t").url_path
+        == "/apis/x.io/v1/echos?limit=500&continue=t"
+    )
+
+
 def test_a_parsed_path_builds_back() -> None:
     for path in ("/apis/apps/v1/namespaces/ns/deployments/web", "/api/v1/namespaces/ns/pods/p"):
         info = parse_path(path)
