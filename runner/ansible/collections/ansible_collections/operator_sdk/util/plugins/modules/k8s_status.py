@@ -597,8 +597,11 @@ def update_status(module: AnsibleModule, api: Any) -> dict[str, Any]:
     desired = desired_status(current, module.params, now_rfc3339())
     if desired == current:
         return {"changed": False, "result": obj}
+    # with --diff (`operator-runner reconcile --diff`, `preview`): the status before and after
+    diff = {"diff": {"before": {"status": current}, "after": {"status": desired}}}
+    shown = diff if module._diff else {}
     if module.check_mode:
-        return {"changed": True, "result": {**obj, "status": desired}}
+        return {"changed": True, "result": {**obj, "status": desired}, **shown}
     what = f"update the status of {describe(target)}"
     if module.params.get("force"):
         patch: Any = [{"op": "add", "path": "/status", "value": desired}]
@@ -606,7 +609,7 @@ def update_status(module: AnsibleModule, api: Any) -> dict[str, Any]:
     else:
         patch = {"status": merge_patch_diff(current, desired)}
         result = call(api, what, "PATCH", f"{path}/status", patch, MERGE_PATCH)
-    return {"changed": True, "result": result}
+    return {"changed": True, "result": result, **shown}
 
 
 def main() -> None:
