@@ -23,12 +23,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import logging
 import os
 import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from runner.kube.resources import ObjectRef
 
@@ -76,6 +78,20 @@ def default_artifacts_dir(
 
 def _parts(*parts: str) -> list[str]:
     return [p.replace("/", "_") for p in parts if p]
+
+
+def run_events(private: Path, ident: str) -> list[dict[str, Any]]:
+    """The job events ansible-runner wrote for the run `ident` of a CR's folder, in order."""
+    events = []
+    for path in (private / "artifacts" / ident / "job_events").glob("*.json"):
+        try:
+            event = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    events.sort(key=lambda event: int(event.get("counter") or 0))
+    return events
 
 
 def latest_stdout(private: Path) -> Path:
