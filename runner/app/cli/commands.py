@@ -1,6 +1,6 @@
-"""`operator-runner`'s commands (run, reconcile, init, create api, version) and `main`: a command
-line in, the manager's configuration out (run's own flags in runflags.py, operator-sdk's in
-sdkflags.py)."""
+"""`operator-runner`'s commands (run, reconcile, preview, check-roles, init, create api,
+version) and `main`: a command line in, the manager's configuration out (run's own flags in
+runflags.py, operator-sdk's in sdkflags.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import cast
 
 from runner import __version__
 from runner.ansible.artifacts import default_artifacts_dir
+from runner.app.cli import preview as preview_cli  # preview, check-roles
 from runner.app.cli import reconcile as reconcile_cli  # reconcile KIND/NAME
 from runner.app.cli import runflags, sdkflags, webhookflags, zapflags
 from runner.app.cli.parser import Parser
@@ -52,6 +53,7 @@ def build_parser(prog: str = "operator-runner") -> argparse.ArgumentParser:
     webhookflags.add_flags(run)
     sdkflags.add_flags(run)
     reconcile_cli.add_command(sub)
+    preview_cli.add_commands(sub)
     scaffold_cli.add_commands(sub)
     return parser
 
@@ -103,6 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return scaffold_cli.run(args)
     if args.command == "reconcile":
         return reconcile_cli.run(args)
+    if args.command == "preview":
+        return preview_cli.run_preview(args, words)
+    if args.command == "check-roles":
+        return preview_cli.run_check_roles(args)
     if args.command != "run":
         parser.print_help()
         return 2

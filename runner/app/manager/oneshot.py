@@ -73,7 +73,8 @@ def _watch_names(watches: list[Watch]) -> str:
     return ", ".join(f"{w.gvk.kind}.{w.gvk.group}" if w.gvk.group else w.gvk.kind for w in watches)
 
 
-async def _discover(client: KubeClient, watch: Watch) -> tuple[Resource, tuple[str, ...]]:
+async def discover_watch(client: KubeClient, watch: Watch) -> tuple[Resource, tuple[str, ...]]:
+    """The watch's resource, from discovery, and the names kubectl takes for it."""
     gvk = watch.gvk
     try:
         listing = await client.send(kube.get_api_resources(gvk.group, gvk.version))
@@ -99,7 +100,7 @@ async def select_watch(
     if obj is not None:
         for watch in watches:
             if watch.gvk.api_version == obj["apiVersion"] and watch.gvk.kind == obj["kind"]:
-                return watch, (await _discover(client, watch))[0]
+                return watch, (await discover_watch(client, watch))[0]
         raise UsageError(
             f"watches.yaml has no watch of {obj['kind']} {obj['apiVersion']} "
             f"(it watches {_watch_names(watches)})"
@@ -109,10 +110,10 @@ async def select_watch(
     for watch in watches:
         gvk = watch.gvk
         if wanted in (gvk.kind.lower(), f"{gvk.kind}.{gvk.group}".lower()):
-            return watch, (await _discover(client, watch))[0]
+            return watch, (await discover_watch(client, watch))[0]
     for watch in watches:  # plural, singular or short name: from discovery
         try:
-            resource, names = await _discover(client, watch)
+            resource, names = await discover_watch(client, watch)
         except UsageError:
             continue
         group = watch.gvk.group.lower()
