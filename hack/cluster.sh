@@ -13,6 +13,9 @@
 # --service-cluster-ip-range; kwokctl's default is a /24 (about 250 Services), too few for the
 # full bench (bench/bench.sh sets a /16). It applies when the cluster is created, not when reused.
 #
+# Every cluster keeps an audit log of the API server's requests (hack/audit-policy.yaml: who, verb,
+# URI, no bodies) in $KWOK_WORKDIR/clusters/NAME/logs/audit.log.
+#
 # NODE=real adds one real node (kubelet + containerd + kube-proxy, hack/real-node.sh) on which
 # Pods really run; the kwok Nodes then carry the taint kwok.x-k8s.io/node=fake:NoSchedule, so
 # ordinary Pods land on the real node, and kwok-controller manages only the Nodes annotated
@@ -116,6 +119,7 @@ create() { # create BIN_DIR KWOKCTL_ARG...: a new cluster of the binaries in BIN
       --kube-controller-manager-binary "$bin/kube-controller-manager" \
       --kube-scheduler-binary "$bin/kube-scheduler" \
       --kwok-controller-binary "$bin/kwok" \
+      --kube-audit-policy "$here/audit-policy.yaml" \
       "$@" \
       --wait 120s >"$cache_log" 2>&1 9>&-; then # (its daemons must not hold the lock)
     tail -n 15 "$cache_log" >&2
