@@ -26,8 +26,8 @@
 #                                    localhost/<DIR's projectName in PROJECT, else its folder
 #                                    name>:<hash>. -v mounts SRC for the RUN steps (read-only;
 #                                    SRC's files count in the hash)
-#   hack/image.sh run [-e N=V]... [--] [ARG...]
-#                                    run an image's entrypoint (plus ARGs; IMAGE, default the
+#   hack/image.sh run [-e N=V]... [--entrypoint PROGRAM] [--] [ARG...]
+#                                    run an image's entrypoint, or PROGRAM (plus ARGs; IMAGE, default the
 #                                    seeds' image) against the cluster of $KUBECONFIG: its root
 #                                    filesystem mounted read-only, /tmp a tmpfs, as the image's
 #                                    user (1001), tini as PID 1 of a PID namespace, the host's
@@ -607,11 +607,12 @@ run_forwarding() { # run_forwarding CMD...: CMD (unshare) in the background; SIG
 }
 
 run() {
-  local extra_env=() image=${IMAGE:-} rootfs_dir uid gid workdir state rc=0
+  local extra_env=() image=${IMAGE:-} rootfs_dir uid gid workdir state rc=0 given_entrypoint=
   local -a entrypoint cmd
   while [ $# -gt 0 ]; do
     case $1 in
       -e) [ $# -ge 2 ] || die "run: -e needs NAME=VALUE"; extra_env+=("$2"); shift 2 ;;
+      --entrypoint) [ $# -ge 2 ] || die "run: --entrypoint needs a program"; given_entrypoint=$2; shift 2 ;;
       --) shift; break ;;
       *) break ;;
     esac
@@ -622,6 +623,10 @@ run() {
   rootfs_dir=$(rootfs "$image")
   mapfile -t entrypoint < <(config_list "$image" Entrypoint)
   mapfile -t cmd < <(config_list "$image" Cmd)
+  if [ -n "$given_entrypoint" ]; then # as `docker run --entrypoint`: the image's CMD goes too
+    entrypoint=("$given_entrypoint")
+    cmd=()
+  fi
   [ $# -eq 0 ] || cmd=("$@") # arguments replace the image's CMD, as `docker run IMAGE ARG...` does
   [ ${#entrypoint[@]} -gt 0 ] || [ ${#cmd[@]} -gt 0 ] || die "run: the image has no entrypoint and no command"
   workdir=$(config_value "$image" WorkingDir)
@@ -743,5 +748,5 @@ case $action in
   docker-push) docker_push "$@" ;;
   docker-buildx) docker_buildx "$@" ;;
   __sandbox) sandbox "$@" ;;
-  *) die "usage: hack/image.sh build | build-base | build-project DIR [-v SRC:DST]... | run [-e NAME=VALUE]... [ARG...] | os | prune | inspect | rootfs | size [IMAGE] | clean | docker-build IMG | docker-push IMG | docker-buildx IMG" ;;
+  *) die "usage: hack/image.sh build | build-base | build-project DIR [-v SRC:DST]... | run [-e NAME=VALUE]... [--entrypoint PROGRAM] [ARG...] | os | prune | inspect | rootfs | size [IMAGE] | clean | docker-build IMG | docker-push IMG | docker-buildx IMG" ;;
 esac
