@@ -88,10 +88,12 @@ class Env:
         namespaces: list[str] | None = None,
         args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        exe: Path | None = None,
     ) -> RunningOperator:
         """Start `operator-runner run` for this namespace (or `namespaces`), with `args` and
-        the environment variables `env` on top of the test's; `stop` ends it."""
-        self._start_args = {"namespaces": namespaces, "args": args, "env": env}
+        the environment variables `env` on top of the test's; `stop` ends it. `exe`: the
+        operator-runner of another virtualenv (another ansible-core line)."""
+        self._start_args = {"namespaces": namespaces, "args": args, "env": env, "exe": exe}
         return self._start()
 
     @property

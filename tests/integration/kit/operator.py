@@ -90,11 +90,13 @@ def launch(
     args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
     max_concurrent: int = 4,
+    exe: Path | None = None,
 ) -> RunningOperator:
-    """Start `operator-runner run` (log and artifacts under `tmp`); the caller stops it."""
+    """Start `operator-runner run` (log and artifacts under `tmp`); the caller stops it.
+    `exe`: another operator-runner than the test's own (another line's virtualenv)."""
     log_path = tmp / "operator.log"
     artifacts = tmp / "artifacts"
-    exe = Path(sys.executable).parent / "operator-runner"
+    exe = exe or Path(sys.executable).parent / "operator-runner"
     environ = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), **(env or {})}
     # As operator-sdk's scaffold sets it (config/manager/manager.yaml): role runs gather no
     # facts. A test that wants them passes ANSIBLE_GATHERING=implicit.
@@ -134,9 +136,12 @@ def operator(
     namespaces: list[str] | None = None,
     args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
+    exe: Path | None = None,
 ) -> Iterator[RunningOperator]:
     """Start `operator-runner run`; stop it with SIGTERM afterwards and expect exit 0."""
-    running = launch(cluster, tmp, watches=watches, namespaces=namespaces, args=args, env=env)
+    running = launch(
+        cluster, tmp, watches=watches, namespaces=namespaces, args=args, env=env, exe=exe
+    )
     try:
         yield running
     finally:
