@@ -28,7 +28,8 @@
 #      (what a line can change: conditions, extra vars, finalizers, dependents, k8s_status,
 #      roles written for older lines; warm and plain executors) on the lines of LINES_FULL
 #      (default 2.15 2.21: the oldest and the newest, one of each set of warm patches beside the
-#      default line), tests/integration/test_line_compat.py alone on the others.
+#      default line), tests/integration/test_line_compat.py and test_preview_lines.py (a preview
+#      of the jump from the default line to that one) alone on the others.
 #      LINES="2.15 2.21" picks some lines; LINES=none, none.
 #
 # Arguments are passed to pytest (e.g. hack/test.sh -k reconcile).
@@ -141,7 +142,8 @@ line_unit_tests() {
 
 # one_line LINE: its virtualenv, unit tests, and integration tests: every one marked `lines` on
 # the lines of LINES_FULL (default 2.15 2.21; LINES_FULL="$(hack/lines.sh list)" for every one),
-# tests/integration/test_line_compat.py on the others. Fails with what failed in $line_failure.
+# tests/integration/test_line_compat.py and test_preview_lines.py on the others. Fails with what
+# failed in $line_failure.
 one_line() {
   local line=$1 python venv start=$SECONDS unit=0 integration=0 t0 t1 tests
   local selected=(tests/integration) rc
@@ -152,7 +154,8 @@ one_line() {
   t0=$SECONDS
   "$venv/bin/pytest" "${tests[@]}" -q -p no:cacheprovider -n 2 || unit=$?
   t1=$SECONDS
-  [[ " $LINES_FULL " == *" $line "* ]] || selected=(tests/integration/test_line_compat.py)
+  [[ " $LINES_FULL " == *" $line "* ]] ||
+    selected=(tests/integration/test_line_compat.py tests/integration/test_preview_lines.py)
   # two workers, one test file at a time each (as the main suite): most of it waits; then the
   # serial ones alone (test_warm_stop.py loads the CPUs itself)
   "$venv/bin/pytest" "${selected[@]}" -q -ra -p no:cacheprovider -n 2 \
