@@ -10,6 +10,7 @@ WATCH_NAMESPACE included, say what it covers) and its own: which CRs (`--kind`,
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -134,8 +135,10 @@ def run_preview(args: argparse.Namespace, words: list[str]) -> int:
         print(f"operator-runner preview: {err}", file=sys.stderr)
         return 1
     # the report goes to stdout; the log, at warning unless asked, to stderr
-    level = zapflags.level(args) if "--zap-log-level" in given else 30
+    level = zapflags.level(args) if "--zap-log-level" in given else logging.WARNING
     logs.setup(zapflags.log_format(args, given), level)
+    if "--zap-log-level" not in given:  # a CR's failure is the report's to say, once
+        logging.getLogger("runner.reconcile").setLevel(logging.ERROR)
     keep = args.artifacts_dir is not None
     artifacts = args.artifacts_dir or tempdirs.private_dir("operator-runner-preview-")
     config = OperatorConfig(
