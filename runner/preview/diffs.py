@@ -39,7 +39,8 @@ def _yaml(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value if value.endswith("\n") else value + "\n"
-    return yaml.dump(value, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100)
+    text = yaml.dump(value, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100)
+    return text.removesuffix("...\n")  # the document's end marker after a kept final newline
 
 
 def unified(before: Any, after: Any, label: str = "") -> str:
