@@ -200,13 +200,13 @@ def test_a_preview_writes_nothing(served: Env, cluster: Cluster) -> None:
         assert f"exec pods/exec {new}/w2-pod: rm -rf /data" in w2["writes"]
         assert any(w.startswith(f"create configmaps {new}/w2-made") for w in w2["writes"])
         w3 = report[new, "w3"]
-        assert (w3["outcome"], w3["task"]) == ("failed", "Write outside check mode")
+        assert (w3["outcome"], w3["task"]) == ("failed", "Write outside check mode"), w3
         assert "a preview writes nothing" in w3["message"]
         role = (PROJECT / "roles" / "writer" / "tasks" / "main.yml").read_text().splitlines()
         line = role.index("- name: Write outside check mode") + 1
         assert w3["task_path"] == f"roles/writer/tasks/main.yml:{line}"
         w4 = report[new, "w4"]
-        assert (w4["outcome"], w4["task"]) == ("failed", "Fail when the CR asks for it")
+        assert (w4["outcome"], w4["task"]) == ("failed", "Fail when the CR asks for it"), w4
         assert "the CR asked this run to fail" in w4["message"]
 
         # the audit log: every request of the preview's identity was a read
