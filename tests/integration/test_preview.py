@@ -9,8 +9,10 @@ reconciled yet (so a run would create, finalize, patch status, exec, and one fai
 
 The preview runs as an identity of its own, a ServiceAccount bound to cluster-admin (so that
 only the preview itself keeps it from writing, not its permissions). The local cluster's audit
-log (hack/audit-policy.yaml) then shows every request that identity made: reads only; and the
-resourceVersions of everything in both namespaces are the same after the preview as before.
+log (hack/audit-policy.yaml), read between a request of the test's own before the preview and
+one after it, then shows that identity's requests: reads only; no write by anyone in the two
+namespaces, no dry run; and the resourceVersions of everything in both namespaces are the same
+after the preview as before.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,16 +51,44 @@ def audit_log(cluster: Cluster) -> Path:
     return log
 
 
-def audit_events(log: Path, username: str) -> list[dict[str, Any]]:
+def audit_mark(cluster: Cluster, log: Path, namespace: str) -> int:
+    """A request of the test's own, waited for in the audit log: the log's size just after it.
+
+    Every request that was answered before this one was sent is in the log before that offset,
+    so the requests of a preview that has exited are all in the log before the next mark.
+    """
+    name = f"audit-mark-{uuid.uuid4().hex[:12]}"
+    cluster.kubectl("get", "configmap", name, "-n", namespace, "--ignore-not-found")
+    uri = f"/api/v1/namespaces/{namespace}/configmaps/{name}".encode()
+
+    def offset() -> int | None:
+        data = log.read_bytes()
+        at = data.find(uri)
+        end = data.find(b"\n", at) if at >= 0 else -1
+        return end + 1 if end >= 0 else None
+
+    return wait_for(offset, timeout=30, what=f"the request for {name} in {log}")
+
+
+def audit_events(log: Path, start: int, end: int) -> list[dict[str, Any]]:
+    """The audit log's events between two marks."""
+    with log.open("rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
     events = []
-    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in data.decode("utf-8", errors="replace").splitlines():
         try:
-            event = json.loads(line)
+            events.append(json.loads(line))
         except ValueError:
             continue
-        if (event.get("user") or {}).get("username") == username:
-            events.append(event)
     return events
+
+
+def touches(event: dict[str, Any], namespaces: list[str]) -> bool:
+    uri = event.get("requestURI", "")
+    return any(
+        f"/namespaces/{ns}/" in uri or uri.endswith(f"/namespaces/{ns}") for ns in namespaces
+    )
 
 
 def previewer_kubeconfig(cluster: Cluster, namespace: str, tmp: Path) -> tuple[Path, str]:
@@ -174,6 +205,7 @@ def test_a_preview_writes_nothing(served: Env, cluster: Cluster) -> None:
             ANSIBLE_GATHERING="explicit",
             K8S_AUTH_KUBECONFIG=str(cluster.kubeconfig),  # the admin's: taken from the runs
         )
+        start = audit_mark(cluster, log, new)
         started = time.monotonic()
         proc = subprocess.run(
             [str(EXE), "preview", f"--watches-file={WATCHES}", "-o", "json"],
@@ -209,14 +241,18 @@ def test_a_preview_writes_nothing(served: Env, cluster: Cluster) -> None:
         assert (w4["outcome"], w4["task"]) == ("failed", "Fail when the CR asks for it"), w4
         assert "the CR asked this run to fail" in w4["message"]
 
-        # the audit log: every request of the preview's identity was a read
-        events = wait_for(
-            lambda: audit_events(log, username) or None, timeout=30, what="audit events"
-        )
-        writes = [e for e in events if e.get("verb") not in READS]
-        assert writes == [], [(e["verb"], e["requestURI"]) for e in writes]
-        verbs = {e["verb"] for e in events}
-        assert "get" in verbs and "list" in verbs and len(events) >= 20
+        # the audit log, from before the preview to after it: every request of the preview's
+        # identity was a read, and no one wrote to the CRs' namespaces (nor asked a dry run)
+        events = audit_events(log, start, audit_mark(cluster, log, new))
+        mine = [e for e in events if (e.get("user") or {}).get("username") == username]
+        writes = [
+            e
+            for e in events
+            if e.get("verb") not in READS and (e in mine or touches(e, [served.ns, new]))
+        ]
+        assert writes == [], [(e["user"]["username"], e["verb"], e["requestURI"]) for e in writes]
+        verbs = {e["verb"] for e in mine}
+        assert "get" in verbs and "list" in verbs and len(mine) >= 20, verbs
         assert not any("dryRun" in e["requestURI"] for e in events)
         after = resource_versions(core, served, [served.ns, new])
         assert after == before
@@ -224,6 +260,6 @@ def test_a_preview_writes_nothing(served: Env, cluster: Cluster) -> None:
             core.list_namespaced_event(new, field_selector="involvedObject.kind=Writer").items == []
         )
         print(
-            f"preview of 4 CRs in {took:.1f} s; audit: {len(events)} requests by {username}, "
+            f"preview of 4 CRs in {took:.1f} s; audit: {len(mine)} requests by {username}, "
             f"{len(writes)} writes"
         )
