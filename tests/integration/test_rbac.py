@@ -789,7 +789,8 @@ def test_operator_sdk_rbac_without_crd_list_or_events_reconciles_quietly(
     warnings = [str(line["msg"]) for line in lines if line.get("level") == "warning"]
     expected = (
         "task failed: Fail when asked to",
-        "reconciliation failed: Fail when asked to: failing as asked",
+        "reconciliation failed: Fail when asked to (role notice, tasks/main.yml:1): "
+        "failing as asked",
         f"Unresolved resources cannot be served (try creating their CRDs): Selector(group='{group}'"
         ", version='v1', kind='Late')",
     )
