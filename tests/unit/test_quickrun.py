@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,6 +13,16 @@ import pytest
 from runner.ansible.quickrun import job_events
 from runner.ansible.results import RunSummary, apply_event
 from runner.ansible.warm.attempt import Hold, WarmAttempt
+
+
+async def given_back(held: list[int]) -> None:
+    """Until every hold is given back after `close()`: it cancels the jobs still starting ahead,
+    whose holds go when the cancellation reaches them (the loop's next turns) or, for an
+    attempt still being made in a thread, when it is made; on a loaded machine that is after
+    `close()` returns (seen on 2.19 and 2.20 in a cold make test)."""
+    async with asyncio.timeout(10):
+        while held:
+            await asyncio.sleep(0.01)
 
 
 def test_events_are_read_in_order_and_fold_into_a_summary(tmp_path: Path) -> None:
@@ -107,7 +118,7 @@ def test_jobs_are_started_ahead_and_a_cancelled_run_is_stopped(tmp_path: Path) -
             with pytest.raises(asyncio.CancelledError):
                 await task
         runner.close()
-        assert held == []  # every hold on the warm executor given back
+        await given_back(held)  # every hold on the warm executor
         assert [p for p in tmp_path.iterdir() if p.name.startswith("quick-")] == []
 
     asyncio.run(go())
@@ -182,7 +193,7 @@ def test_a_patch_failing_in_a_warm_job_gives_warm_up_and_runs_it_again_plain(
         assert ended.summary.answers == [{"allowed": True, "message": "again"}]
         assert len(told) == 1
         runner.close()
-        assert held == []
+        await given_back(held)
         # the failed run, and maybe a job started ahead on warm before the failure was known
         # (stopped unused); plain only from then on
         assert starts.read_text().rstrip("p") in ("w", "ww")
