@@ -192,6 +192,10 @@ undeploy: ## Remove what `make deploy` made, except the CRDs and the CRs (`make 
 
 ##@ Local cluster
 
+.PHONY: sdk-cli
+sdk-cli: ## Build operator-sdk's CLI and kustomize once per machine (Go module proxy, ~4 min cold; cached outside the repo): make test then runs tests/integration/test_sdk_cli.py.
+	@hack/sdk-cli.sh >/dev/null
+
 .PHONY: binaries
 binaries: ## Build the control plane's binaries once per machine (cached outside the repo; progress on the way); NODE=real adds kubelet and kube-proxy.
 	@hack/build-binaries.sh $(if $(filter real,$(NODE)),--node) >/dev/null

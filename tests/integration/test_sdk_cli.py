@@ -34,7 +34,7 @@ def sdk_bin_dir() -> Path | None:
 BIN = sdk_bin_dir()
 if BIN is None:
     pytest.skip(
-        "operator-sdk's CLI is not built: flock /tmp/operator-runner-heavy.lock hack/sdk-cli.sh",
+        "operator-sdk's CLI is not built: make sdk-cli (or SDK_CLI=1 make test)",
         allow_module_level=True,
     )
 ENV = {
