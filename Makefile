@@ -177,14 +177,15 @@ image-test: venv ## Build the images that way and run them against the local clu
 DEPLOY_DIR = $(if $(filter 1 true yes,$(SHARDING)),deploy/overlays/sharding,deploy)
 
 .PHONY: deploy
-deploy: install ## Deploy the seeds' operators (deploy/: namespace, ServiceAccount, RBAC, Deployment of IMG) with the CRDs; SHARDING=1: deploy/overlays/sharding (3 replicas dividing the CRs); NODE=real: the seeds' image of `make image` (or IMG from its storage) loaded into the real node first.
+deploy: install ## Deploy the seeds' operators (deploy/: namespace, ServiceAccount, RBAC, Deployment of IMG) with the CRDs; SHARDING=1: deploy/overlays/sharding (3 replicas dividing the CRs); NODE=real: the seeds' image of `make image` (or IMG from its storage) loaded into the real node first; returns once the operator answers, its webhooks too, as the first `kubectl apply` needs (WAIT=0: at once; DEPLOY_TIMEOUT=300 s).
 	@img='$(IMG)'; \
 	  if [ "$(NODE)" = real ]; then \
 	    img=$$(hack/real-node.sh load-image $(if $(filter command line environment,$(origin IMG)),'$(IMG)')) || exit 1; \
 	  fi; \
 	  manifests=$$($(KUBECTL) kustomize $(DEPLOY_DIR) | sed "s|image: controller:latest\$$|image: $$img|"); \
 	  grep -q "image: $$img\$$" <<<"$$manifests" || { echo "make deploy: could not set the image to $$img" >&2; exit 1; }; \
-	  $(KUBECTL) apply -f - <<<"$$manifests"
+	  $(KUBECTL) apply -f - <<<"$$manifests"; \
+	  if [ "$(WAIT)" != 0 ]; then KUBECTL='$(KUBECTL)' hack/deploy-wait.sh config/samples <<<"$$manifests"; fi
 
 .PHONY: undeploy
 undeploy: ## Remove what `make deploy` made, except the CRDs and the CRs (`make uninstall` removes those).

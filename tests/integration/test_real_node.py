@@ -92,7 +92,8 @@ pytestmark = [
 def env(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     """The seeds' operators deployed from their image as the README says (`make deploy
     NODE=real`: the seeds' image of `make image`, FROM the base image, loaded into the real node;
-    the CRDs and deploy/ applied), and a namespace for their samples."""
+    the CRDs and deploy/ applied; it returns once the webhooks answer through their Service, so
+    the samples' first apply is not refused), and a namespace for their samples."""
     environ = {**os.environ, "KUBECONFIG": str(real_cluster.kubeconfig)}
     deployed = subprocess.run(
         [
