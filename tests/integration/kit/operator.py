@@ -184,24 +184,29 @@ def install_crd(api: client.ApiClient, definition: dict[str, Any]) -> None:
     ext = client.ApiextensionsV1Api(api)
     name = definition["metadata"]["name"]
 
-    def gone() -> bool:
+    def there() -> bool | None:
+        """True: the CRD is there and stays; False: being deleted; None: gone."""
         try:
-            ext.read_custom_resource_definition(name)
+            found = ext.read_custom_resource_definition(name)
         except client.exceptions.ApiException as err:
             if err.status == 404:
-                return True
+                return None
             raise
-        return False
+        return found.metadata.deletion_timestamp is None
 
-    try:
-        ext.create_custom_resource_definition(definition)
-    except client.exceptions.ApiException as err:
-        if err.status != 409:
-            raise
-        # The same CRD of another test, being deleted (or gone since the create was refused)
-        if gone() or ext.read_custom_resource_definition(name).metadata.deletion_timestamp:
-            wait_for(gone, timeout=60, what=f"the old CRD {name} to be deleted")
+    def created() -> bool:
+        """Created now, or there already and staying (the same CRD of another test). While the
+        same CRD of a test that ended is being deleted, the create is refused (409), and the CRD
+        can be gone by the time it is read again: try again until one of the two holds."""
+        try:
             ext.create_custom_resource_definition(definition)
+        except client.exceptions.ApiException as err:
+            if err.status != 409:
+                raise
+            return there() is True
+        return True
+
+    wait_for(created, timeout=60, what=f"CRD {name} created (an old one deleted first)")
 
     def established() -> bool:
         crd_now = ext.read_custom_resource_definition(name)
