@@ -13,9 +13,10 @@ host (tests, `make run` beside a `reconcile`) gets a root of its own instead,
 sweep each other's folders.
 
 Unlike operator-sdk (whose folders are never removed, filling disks and inodes), at most
-`maxRunnerArtifacts` runs are kept per CR (the annotation's `"0"` keeps all, as there), the
-folder goes when the CR goes, and `sweep` removes folders of CRs that disappeared while the
-operator was down.
+`maxRunnerArtifacts` runs are kept per CR (the annotation's `"0"` keeps all, as there) besides
+the last failed one (`artifacts/last-failed`, kept until a later run succeeds), the folder goes
+when the CR goes, and `sweep` removes folders of CRs that disappeared while the operator was
+down. retention.py caps the runs of all CRs together.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ log = logging.getLogger("runner.artifacts")
 #: operator-sdk's runner folder root (internal/ansible/runner/runner.go).
 SDK_ROOT = Path("/tmp/ansible-operator/runner")
 LATEST = "latest"
+FAILED = "last-failed"  # the last failed run, kept until a run succeeds (operator-sdk#3931)
 _held: list[int] = []  # the lock of the shared root, held until the process ends
 
 
@@ -148,20 +150,40 @@ class Artifacts:
         return removed
 
 
-def finish_run(private: Path, ident: str, keep: int) -> None:
-    """After a run: `artifacts/latest` points at it, and only the `keep` newest runs stay
-    (`keep` < 1: all, as ansible-runner's --rotate-artifacts 0)."""
+def _point(runs: Path, name: str, ident: str) -> None:
+    """`runs/name` -> `ident`, replaced at once (relative: the folder may be moved or mounted)."""
+    link = runs / f".{name}.{ident}"
+    with contextlib.suppress(FileNotFoundError):
+        link.unlink()
+    os.symlink(ident, link)
+    os.replace(link, runs / name)
+
+
+def finish_run(private: Path, ident: str, keep: int, failed: bool | None = None) -> None:
+    """After a run: its folder's mtime is its finish time, `artifacts/latest` points at it,
+    `artifacts/last-failed` at it when it `failed` (and goes when a run succeeds: `failed`
+    False; None, a cancelled run, changes nothing), and only the `keep` newest runs stay
+    besides the last failed one (`keep` < 1: all, as ansible-runner's --rotate-artifacts 0)."""
     runs = private / "artifacts"
     if not (runs / ident).is_dir():
         return
-    link = runs / f".{LATEST}.{ident}"
-    with contextlib.suppress(FileNotFoundError):
-        link.unlink()
-    os.symlink(ident, link)  # relative: the folder may be moved or mounted elsewhere
-    os.replace(link, runs / LATEST)
+    os.utime(runs / ident)
+    _point(runs, LATEST, ident)
+    if failed:
+        _point(runs, FAILED, ident)
+    elif failed is False:
+        (runs / FAILED).unlink(missing_ok=True)
     if keep < 1:
         return
-    folders = [p for p in runs.iterdir() if p.name != LATEST and not p.is_symlink() and p.is_dir()]
+    try:
+        kept = runs / os.readlink(runs / FAILED)
+    except OSError:
+        kept = None
+    folders = [
+        p
+        for p in runs.iterdir()
+        if not p.name.startswith(".") and not p.is_symlink() and p.is_dir() and p != kept
+    ]
     folders.sort(key=lambda p: (p.stat().st_mtime, p.name))
     for old in folders[: max(0, len(folders) - keep)]:
         if old.name != ident:

@@ -324,13 +324,22 @@ class Executor:
             settings={"suppress_ansible_output": not request.echo, "pexpect_timeout": 0.5},
         )
         _scrub_command(private / "artifacts" / request.ident / "command")
-        artifacts.finish_run(private, request.ident, request.rotate)
+        artifacts.finish_run(
+            private, request.ident, request.rotate, _failed(runner.status, summary)
+        )
         self._task_names.fill(summary.task_results, request.secrets.redact)
         tail = ""
         if not summary.finished or runner.status != "successful":
             tail = request.secrets.redact(_tail(runner))
         summary.failures = [request.secrets.redact(m) for m in summary.failures]
         return RunResult(status=runner.status, rc=runner.rc, summary=summary, stdout_tail=tail)
+
+
+def _failed(status: str, summary: RunSummary) -> bool | None:
+    """Whether a run failed, as the reconciler sees it; None: cancelled (neither)."""
+    if status == "canceled":
+        return None
+    return status != "successful" or not summary.finished or bool(summary.failures)
 
 
 _SAFE_ENV = (
