@@ -27,9 +27,10 @@ from typing import Any
 
 import ansible_runner
 
-from runner.ansible import artifacts, collections_path, ptyclose, quickrun
+from runner.ansible import collections_path, ptyclose, quickrun
 from runner.ansible.interface import LogEvents, QuickRequest, RunRequest, RunResult
 from runner.ansible.results import RunSummary, apply_event
+from runner.ansible.retention import Retention
 from runner.ansible.tasklog import log_task_event
 from runner.ansible.tasknames import TaskNames
 from runner.ansible.warm import canary
@@ -108,7 +109,9 @@ class Executor:
         warm: bool = True,
         warm_idle_timeout: float = 120.0,
         max_parallel_runs: int | None = None,
+        retention: Retention | None = None,
     ) -> None:
+        self._retention = retention or Retention()  # what stays of the runs (retention.py)
         self._env = ansible_env(tmp_dir, roles_paths)
         # The runs' TMPDIR, removed with the operator (and by the next start after a SIGKILL):
         # kubernetes.core keeps its discovery cache there, a file per API server URL and user,
@@ -261,17 +264,22 @@ class Executor:
                 log_events=LogEvents.NOTHING,
             )
             attempt = WarmAttempt(Hold(pool, lambda: None), lambda reason: None)
-            result = self._run_sync(request, attempt, own_inventory=True)
+            result = self._run_sync(request, attempt, own_inventory=True, retention=Retention())
             attempt.end()
             if attempt.failures:
                 return describe(attempt.failures)
             return canary.verdict(result.status, request.private_dir / "artifacts" / canary.IDENT)
 
     def _run_sync(
-        self, request: RunRequest, attempt: WarmAttempt | None, own_inventory: bool = False
+        self,
+        request: RunRequest,
+        attempt: WarmAttempt | None,
+        own_inventory: bool = False,
+        retention: Retention | None = None,
     ) -> RunResult:
         """One run through ansible-runner: with `attempt`'s warm client when it holds the pool,
-        else the plain ansible-playbook."""
+        else the plain ansible-playbook; `retention` (the executor's) says what stays of it."""
+        retention = retention or self._retention
         pool = attempt.pool if attempt is not None else None
         summary = RunSummary()
         private = request.private_dir
@@ -301,32 +309,31 @@ class Executor:
         def on_event(event: Mapping[str, Any]) -> bool:
             apply_event(summary, event)
             log_task_event(event, request, keep)
-            return True
+            return retention.job_events  # False: ansible-runner writes no job_events/ file
 
         cancel: Callable[[], bool] = self._cancel.is_set  # close() sets it too (the canary)
-        runner = ansible_runner.run(
-            private_data_dir=str(private),
-            ident=request.ident,
-            playbook=str(request.playbook),
-            project_dir=str(request.playbook.parent),
-            inventory=inventory,
-            binary=str(pool.playbook_client) if pool else None,
-            envvars=envvars,
-            verbosity=request.verbosity or None,
-            cmdline=shlex.join(cmdline) if cmdline else None,
-            rotate_artifacts=0,  # artifacts.finish_run keeps `latest` out of the rotation
-            quiet=not request.echo,
-            event_handler=on_event,
-            cancel_callback=cancel,
-            # ansible-runner looks at cancel_callback each time pexpect returns: at the latest
-            # after pexpect_timeout (5 s by default) of a silent run; shutdown's grace period
-            # ends with a cancel that must take effect within a second
-            settings={"suppress_ansible_output": not request.echo, "pexpect_timeout": 0.5},
-        )
+        with retention.writing(private / "artifacts" / request.ident):
+            runner = ansible_runner.run(
+                private_data_dir=str(private),
+                ident=request.ident,
+                playbook=str(request.playbook),
+                project_dir=str(request.playbook.parent),
+                inventory=inventory,
+                binary=str(pool.playbook_client) if pool else None,
+                envvars=envvars,
+                verbosity=request.verbosity or None,
+                cmdline=shlex.join(cmdline) if cmdline else None,
+                rotate_artifacts=0,  # artifacts.finish_run keeps `latest` out of the rotation
+                quiet=not request.echo,
+                event_handler=on_event,
+                cancel_callback=cancel,
+                # ansible-runner looks at cancel_callback each time pexpect returns: at the latest
+                # after pexpect_timeout (5 s by default) of a silent run; shutdown's grace period
+                # ends with a cancel that must take effect within a second
+                settings={"suppress_ansible_output": not request.echo, "pexpect_timeout": 0.5},
+            )
         _scrub_command(private / "artifacts" / request.ident / "command")
-        artifacts.finish_run(
-            private, request.ident, request.rotate, _failed(runner.status, summary)
-        )
+        retention.finished(private, request.ident, request.rotate, _failed(runner.status, summary))
         self._task_names.fill(summary.task_results, request.secrets.redact)
         tail = ""
         if not summary.finished or runner.status != "successful":

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from runner.ansible import collections_path
 from runner.ansible.interface import LogEvents
+from runner.ansible.retention import Caps
 from runner.app.leases.lease import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 from runner.app.serving.metricsserver import MetricsSecurity
 from runner.app.webhooks.certificates import DEFAULT_CERT_DIR
@@ -68,6 +69,7 @@ class OperatorConfig:
     inject_owner_ref: bool = True
     owner_ref_on_update: bool = False
     artifacts_dir: Path = Path("/tmp/operator-runner")
+    artifacts_caps: Caps = field(default_factory=Caps)  # all CRs' runs together (retention.py)
     graceful_shutdown_timeout: float = 30.0
     executor: str = "warm"  # or "plain"
     warm_idle_timeout: float = 120.0

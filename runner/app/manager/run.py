@@ -30,6 +30,7 @@ from typing import Any
 
 from runner.ansible.artifacts import Artifacts
 from runner.ansible.executor import Executor
+from runner.ansible.retention import Retention
 from runner.app.leases.leader import LeaderElector
 from runner.app.leases.sharding import Membership, relabeller, sharding_config
 from runner.app.manager.config import OperatorConfig, read_watches
@@ -80,6 +81,7 @@ def make_executor(config: OperatorConfig, max_parallel_runs: int | None = None) 
         warm=config.executor == "warm",
         warm_idle_timeout=config.warm_idle_timeout,
         max_parallel_runs=max_parallel_runs,
+        retention=Retention(config.artifacts_dir, config.artifacts_caps),
     )
 
 
