@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
+import pytest
 from fake_api import FakeClock
 
 from runner.ansible.artifacts import FAILED, LATEST, finish_run
 from runner.ansible.retention import Caps, Retention, RunFolder, runs_dirs, select
+from runner.app.cli.runflags import byte_size
 
 
 def folder(name: str, finished: float, size: int = 100) -> RunFolder:
@@ -173,3 +176,33 @@ def test_finished_rotates_the_cr_then_caps_the_root(tmp_path: Path) -> None:
     assert retention.finished(private, "new", keep=20, failed=True) == 3
     assert os.readlink(private / "artifacts" / FAILED) == "new"
     assert (private / "artifacts" / "new").exists()
+
+
+# -- the flags --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("0", 0), ("1048576", 1048576), ("1Gi", 2**30), ("500Mi", 500 * 2**20), ("2G", 2 * 10**9)],
+)
+def test_byte_sizes(text: str, expected: int) -> None:
+    assert byte_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "1.5Gi", "-1", "1GB", "lots"])
+def test_bad_byte_sizes(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a size"):
+        byte_size(text)
+
+
+def test_the_flags_defaults_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner.app.cli.commands import build_parser
+
+    args = build_parser().parse_args(["run"])
+    assert (args.max_artifacts_bytes, args.max_artifacts_runs) == (2**30, 2000)
+    assert args.artifacts_job_events is True
+    monkeypatch.setenv("OPERATOR_RUNNER_MAX_ARTIFACTS_BYTES", "0")
+    monkeypatch.setenv("OPERATOR_RUNNER_ARTIFACTS_JOB_EVENTS", "false")
+    args = build_parser().parse_args(["run", "--max-artifacts-runs=5"])
+    assert (args.max_artifacts_bytes, args.max_artifacts_runs) == (0, 5)
+    assert args.artifacts_job_events is False

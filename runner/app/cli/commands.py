@@ -15,6 +15,7 @@ from typing import cast
 
 from runner import __version__
 from runner.ansible.artifacts import default_artifacts_dir
+from runner.ansible.retention import Caps
 from runner.app.cli import preview as preview_cli  # preview, check-roles
 from runner.app.cli import reconcile as reconcile_cli  # reconcile KIND/NAME
 from runner.app.cli import runflags, sdkflags, webhookflags, zapflags
@@ -168,6 +169,9 @@ def _run(args: argparse.Namespace) -> int:
         inject_owner_ref=args.inject_owner_ref,
         owner_ref_on_update=args.owner_ref_on_update,
         artifacts_dir=args.artifacts_dir or default_artifacts_dir(args.watches_file),
+        artifacts_caps=Caps(
+            args.max_artifacts_bytes, args.max_artifacts_runs, args.artifacts_job_events
+        ),
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         kubeconfig=args.kubeconfig,
         executor=args.executor,

@@ -34,6 +34,59 @@ def _positive_int(text: str) -> int:
     return value
 
 
+_UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+_UNITS.update({"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40})
+
+
+def byte_size(text: str) -> int:
+    """A size in bytes as Kubernetes writes quantities: 1073741824, 1Gi, 500Mi, 2G; 0 = none."""
+    digits = text.strip().rstrip("kMGTi")
+    unit = text.strip()[len(digits) :]
+    if not digits.isdigit() or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(f"expected a size such as 1Gi or 500Mi, got {text!r}")
+    return int(digits) * _UNITS[unit]
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _add_artifacts_flags(run: argparse.ArgumentParser) -> None:
+    """What stays of the runs across all CRs (runner/ansible/retention.py)."""
+    run.add_argument(
+        "--max-artifacts-bytes",
+        type=byte_size,
+        default=os.environ.get("OPERATOR_RUNNER_MAX_ARTIFACTS_BYTES", "1Gi"),
+        help="at most this much of runs' folders under --artifacts-dir, all CRs together: the "
+        "first finished go first (each CR's latest and last failed run stay); 0: no cap "
+        "(default 1Gi, or $OPERATOR_RUNNER_MAX_ARTIFACTS_BYTES)",
+    )
+    run.add_argument(
+        "--max-artifacts-runs",
+        type=_count,
+        default=os.environ.get("OPERATOR_RUNNER_MAX_ARTIFACTS_RUNS", "2000"),
+        help="at most this many runs' folders under --artifacts-dir, all CRs together, as "
+        "--max-artifacts-bytes; 0: no cap (default 2000, or $OPERATOR_RUNNER_MAX_ARTIFACTS_RUNS)",
+    )
+    run.add_argument(
+        "--artifacts-job-events",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=os.environ.get("OPERATOR_RUNNER_ARTIFACTS_JOB_EVENTS", "true"),
+        metavar="BOOL",
+        help="keep ansible-runner's job_events/ (a JSON file per event, most of a run's "
+        "folder) in the runs' folders; false keeps stdout, status and rc only (default true, "
+        "or $OPERATOR_RUNNER_ARTIFACTS_JOB_EVENTS)",
+    )
+
+
 def _verbosity(text: str) -> int:
     try:
         value = int(text)
@@ -258,4 +311,5 @@ def add_flags(run: argparse.ArgumentParser) -> None:
         default=None,
         help="kubeconfig (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)",
     )
+    _add_artifacts_flags(run)
     _add_production_flags(run)
