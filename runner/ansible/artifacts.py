@@ -14,9 +14,10 @@ sweep each other's folders.
 
 Unlike operator-sdk (whose folders are never removed, filling disks and inodes), at most
 `maxRunnerArtifacts` runs are kept per CR (the annotation's `"0"` keeps all, as there) besides
-the last failed one (`artifacts/last-failed`, kept until a later run succeeds), the folder goes
-when the CR goes, and `sweep` removes folders of CRs that disappeared while the operator was
-down. retention.py caps the runs of all CRs together.
+the first failed run of a CR that fails since (`artifacts/first-failed`, operator-sdk#3931: the
+run that shows what changed; `latest` is the last failed one), kept until a later run succeeds;
+the folder goes when the CR goes, and `sweep` removes folders of CRs that disappeared while the
+operator was down. retention.py caps the runs of all CRs together.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ log = logging.getLogger("runner.artifacts")
 #: operator-sdk's runner folder root (internal/ansible/runner/runner.go).
 SDK_ROOT = Path("/tmp/ansible-operator/runner")
 LATEST = "latest"
-FAILED = "last-failed"  # the last failed run, kept until a run succeeds (operator-sdk#3931)
+FAILED = "first-failed"  # where the CR started failing, kept until a run succeeds (sdk#3931)
 _held: list[int] = []  # the lock of the shared root, held until the process ends
 
 
@@ -161,15 +162,16 @@ def _point(runs: Path, name: str, ident: str) -> None:
 
 def finish_run(private: Path, ident: str, keep: int, failed: bool | None = None) -> None:
     """After a run: its folder's mtime is its finish time, `artifacts/latest` points at it,
-    `artifacts/last-failed` at it when it `failed` (and goes when a run succeeds: `failed`
-    False; None, a cancelled run, changes nothing), and only the `keep` newest runs stay
-    besides the last failed one (`keep` < 1: all, as ansible-runner's --rotate-artifacts 0)."""
+    `artifacts/first-failed` at it when it `failed` after a success (or as the CR's first run;
+    the link goes when a run succeeds: `failed` False; None, a cancelled run, changes
+    nothing), and only the `keep` newest runs stay besides the first failed one (`keep` < 1:
+    all, as ansible-runner's --rotate-artifacts 0)."""
     runs = private / "artifacts"
     if not (runs / ident).is_dir():
         return
     os.utime(runs / ident)
     _point(runs, LATEST, ident)
-    if failed:
+    if failed and not (runs / FAILED).exists():  # not failing yet (or its run is gone)
         _point(runs, FAILED, ident)
     elif failed is False:
         (runs / FAILED).unlink(missing_ok=True)

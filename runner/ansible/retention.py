@@ -5,7 +5,7 @@ still unbounded, and ansible-runner's `job_events/` (a JSON file per event) is m
 So, after every run, the runs' folders under the artifacts root (`<CR's folder>/artifacts/<id>`,
 whatever the CR) are counted and measured, and while there are more than `max_runs` or they
 take more than `max_bytes`, the run that finished first goes. Never removed: what a CR's
-`artifacts/latest` or `artifacts/last-failed` points at, and a run still being written (this
+`artifacts/latest` or `artifacts/first-failed` points at, and a run still being written (this
 process holds the root alone: artifacts.claim). 0 switches a cap off.
 
 `job_events` False keeps no job events: the runs' event handler answers False, which is
@@ -95,7 +95,7 @@ def runs_dirs(root: Path) -> Iterator[Path]:
 
 
 def pointed(runs: Path) -> set[Path]:
-    """The runs of a CR's `artifacts` folder that its `latest` and `last-failed` point at."""
+    """The runs of a CR's `artifacts` folder that its `latest` and `first-failed` point at."""
     kept = set()
     for name in (LATEST, FAILED):
         try:

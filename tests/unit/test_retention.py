@@ -1,4 +1,4 @@
-"""What stays of the runs: the per-CR rotation with the last failed run kept, the global cap."""
+"""What stays of the runs: the per-CR rotation with the first failed run kept, the global cap."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_equal_finish_times_go_by_name() -> None:
     assert [r.path.name for r in select(runs, set(), 0, 1)] == ["1", "2"]
 
 
-# -- a CR's own rotation: the last failed run ----------------------------------------------
+# -- a CR's own rotation: the first failed run ---------------------------------------------
 
 
 def make_run(private: Path, ident: str, size: int = 10) -> Path:
@@ -69,29 +69,28 @@ def make_run(private: Path, ident: str, size: int = 10) -> Path:
     return run
 
 
-def test_the_last_failed_run_is_kept_until_a_run_succeeds(tmp_path: Path) -> None:
+def test_the_first_failed_run_is_kept_until_a_run_succeeds(tmp_path: Path) -> None:
     runs = tmp_path / "artifacts"
-    make_run(tmp_path, "001")
-    finish_run(tmp_path, "001", keep=2, failed=True)
-    for ident in ("002", "003", "004"):
+    make_run(tmp_path, "000")
+    finish_run(tmp_path, "000", keep=2, failed=False)
+    for ident in ("001", "002", "003", "004"):
         make_run(tmp_path, ident)
-        finish_run(tmp_path, ident, keep=2, failed=ident != "004")
-        if ident == "003":  # 003 failed after 002: it is the last failed one now
-            assert os.readlink(runs / FAILED) == "003"
-    # 004 succeeded: the pointer went, and 003 is an ordinary run of the two kept
-    assert not (runs / FAILED).is_symlink()
-    assert sorted(p.name for p in runs.iterdir()) == ["003", "004", LATEST]
-
-
-def test_a_failed_run_outlives_the_rotation_of_later_runs(tmp_path: Path) -> None:
-    runs = tmp_path / "artifacts"
-    make_run(tmp_path, "001")
-    finish_run(tmp_path, "001", keep=2, failed=True)
-    for ident in ("002", "003", "004", "005"):
-        make_run(tmp_path, ident)
-        finish_run(tmp_path, ident, keep=2, failed=None)  # cancelled: neither
+        finish_run(tmp_path, ident, keep=2, failed=True)
+        # where the CR started failing; `latest` is the last failed run
+        assert os.readlink(runs / FAILED) == "001"
+        assert os.readlink(runs / LATEST) == ident
+    assert sorted(p.name for p in runs.iterdir()) == ["001", "003", "004", FAILED, LATEST]
+    make_run(tmp_path, "005")
+    finish_run(tmp_path, "005", keep=2, failed=None)  # cancelled: neither
     assert os.readlink(runs / FAILED) == "001"
-    assert sorted(p.name for p in runs.iterdir()) == ["001", "004", "005", FAILED, LATEST]
+    make_run(tmp_path, "006")
+    finish_run(tmp_path, "006", keep=2, failed=False)
+    # 006 succeeded: the link went, and 001 went with the rotation
+    assert not (runs / FAILED).is_symlink()
+    assert sorted(p.name for p in runs.iterdir()) == ["005", "006", LATEST]
+    make_run(tmp_path, "007")
+    finish_run(tmp_path, "007", keep=2, failed=True)  # failing again: a new streak
+    assert os.readlink(runs / FAILED) == "007"
 
 
 # -- the global sweep -------------------------------------------------------------------------
@@ -136,7 +135,7 @@ def test_the_sweep_removes_the_oldest_across_crs(tmp_path: Path) -> None:
 def test_latest_failed_and_writing_runs_stay(tmp_path: Path) -> None:
     clock = FakeClock()
     made = fill(tmp_path, clock, 9)
-    # cr0's runs are 0000, 0003, 0006; make 0000 its last failed run
+    # cr0's runs are 0000, 0003, 0006; make 0000 its first failed run
     private0 = cr(tmp_path, "ns", "cr0")
     os.symlink("0000", private0 / "artifacts" / FAILED)
     writing = make_run(cr(tmp_path, "ns", "cr1"), "9999")
@@ -147,7 +146,7 @@ def test_latest_failed_and_writing_runs_stay(tmp_path: Path) -> None:
         retention.sweep()
         assert writing.exists()
     left = {p.name for p in [*made, writing] if p.exists()}
-    # the last failed (0000), each CR's latest (0006, 0007, 0008), the run being written
+    # the first failed (0000), each CR's latest (0006, 0007, 0008), the run being written
     assert left == {"0000", "0006", "0007", "0008", "9999"}
 
 

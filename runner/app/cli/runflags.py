@@ -64,7 +64,7 @@ def _add_artifacts_flags(run: argparse.ArgumentParser) -> None:
         type=byte_size,
         default=os.environ.get("OPERATOR_RUNNER_MAX_ARTIFACTS_BYTES", "1Gi"),
         help="at most this much of runs' folders under --artifacts-dir, all CRs together: the "
-        "first finished go first (each CR's latest and last failed run stay); 0: no cap "
+        "first finished go first (each CR's latest and first failed run stay); 0: no cap "
         "(default 1Gi, or $OPERATOR_RUNNER_MAX_ARTIFACTS_BYTES)",
     )
     run.add_argument(
