@@ -151,8 +151,10 @@ class Retention:
 
     def finished(self, private: Path, ident: str, keep: int, failed: bool | None) -> int:
         """A run ended: the CR's own rotation (artifacts.finish_run), then the global cap;
-        how many runs the global cap removed."""
-        finish_run(private, ident, keep, failed)
+        how many runs the global cap removed. The rotation holds the lock: a sweep in the
+        thread of another CR's run must not remove a folder it is looking at."""
+        with self._lock:
+            finish_run(private, ident, keep, failed)
         return self.sweep()
 
     def sweep(self) -> int:
@@ -183,7 +185,10 @@ class Retention:
                 if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
                     continue
                 path = Path(entry.path)
-                mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+                try:
+                    mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+                except OSError:  # its CR was deleted meanwhile
+                    continue
                 known = self._sizes.get(path)
                 if known is None or known[0] != mtime:
                     known = (mtime, tree_size(path))
